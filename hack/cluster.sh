@@ -7,12 +7,14 @@
 #   hack/cluster.sh down      delete it
 #   hack/cluster.sh kubeconfig  print the kubeconfig path
 #
-# State lives in .kwok/ of this checkout; the kubeconfig is .kwok/clusters/ato/kubeconfig.yaml.
+# State lives in .kwok/ of this checkout; the kubeconfig is .kwok/clusters/<name>/kubeconfig.yaml.
+# The name is ATO_CLUSTER (default ato); the benchmark uses its own (ato-bench) so its
+# measurements start from an idle API server and never touch the jobs of the test cluster.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
 export KWOK_WORKDIR="$root/.kwok"
-name=ato
+name=${ATO_CLUSTER:-ato}
 kubeconfig="$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml"
 log() { printf '[cluster] %s\n' "$*" >&2; }
 
