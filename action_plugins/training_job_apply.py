@@ -14,7 +14,9 @@ Arguments:
   ``status``: the new status, or null to leave it;
   ``events``: ``{type, reason, message[, about]}`` to record on the job; one with ``about``
   (``Kind/name``) only when that object was really created or deleted by this task;
-  ``delete_job``: delete the job (its TTL after finishing has passed).
+  ``delete_job``: delete the job (its TTL after finishing has passed);
+  ``metrics``: ``{counter: n}`` for the job counters (``training_metrics``): counted once the
+  status that records them is written (``deleted``: once the job is deleted).
 
 Returns ``created``, ``deleted`` (names), ``rejected`` (objects the API server refused as
 invalid or forbidden: ``{kind, name, status, message}``) and ``changed``. Transient API errors
@@ -33,6 +35,7 @@ from ansible.plugins.action import ActionBase
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 from training_kube.client import ApiError, Client, resource_path
+from training_metrics.report import report
 
 REPORTING_COMPONENT = "ansible-training-operator"
 # API answers that retrying will not change: the object itself is refused.
@@ -87,6 +90,7 @@ class ActionModule(ActionBase):
         args = _plain(dict(self._task.args))
         job = args["job"]
         created, deleted, rejected = [], [], []
+        job_deleted = False
         client = Client()
         try:
             for obj in args.get("create") or []:
@@ -161,6 +165,7 @@ class ActionModule(ActionBase):
                 try:
                     client.request("DELETE", job_path, {"propagationPolicy": "Background"})
                     deleted.append(f"{job['kind']}/{job['name']}")
+                    job_deleted = True
                 except ApiError as err:
                     if err.status != 404:
                         raise
@@ -174,6 +179,11 @@ class ActionModule(ActionBase):
             }
         finally:
             client.close()
+        counts = args.get("metrics") if isinstance(args.get("metrics"), dict) else {}
+        counted = {k: v for k, v in counts.items() if (job_deleted if k == "deleted" else status_written)}
+        metrics_warning = report(job, counted)
+        if metrics_warning:
+            result["warnings"] = [*result.get("warnings", []), metrics_warning]
         return {
             **result,
             "changed": bool(created or deleted or status_written),

@@ -28,7 +28,7 @@ from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
 from training_jobs.model import Job
 from training_jobs.profiles.base import Context, Counts, Outcome, Profile
-from training_jobs.registry import profile_for
+from training_jobs.registry import PROFILES, profile_for
 
 CLEAN_NONE, CLEAN_RUNNING, CLEAN_ALL = "None", "Running", "All"
 DEFAULT_POLL = 3
@@ -88,6 +88,8 @@ class _Pass:
         self.conditions = list(self.status.get("conditions") or [])
         # Restarts of pods that are gone: kept in the status so backoffLimit sees every one.
         self.restart_count = int(self.status.get("restartCount") or 0)
+        # Failed pods deleted in this pass to be recreated under their restart policy.
+        self.restarted_pods = 0
 
     # --- helpers ---------------------------------------------------------------------------
     def event(self, etype: str, why: str, message: str, about: str = "") -> None:
@@ -276,6 +278,7 @@ def _reconcile_pods(
                 p.delete_obj(pod)
                 p.recreating.append(_ref(pod))
                 p.restart_count += 1 + podlib.container_restarts(pod)
+                p.restarted_pods += 1
             elif g.restart_policy != "Never":
                 live_restarts += podlib.container_restarts(pod)
             if profile.wants_services(job):
@@ -433,6 +436,7 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
         ]
         p.update = []
         p.requeue = []
+        p.restarted_pods = 0
         _cleanup_finished(profile, job, p, ok)
         _delete_pod_group(job, p)
         _ttl(job, p)
@@ -516,6 +520,30 @@ def _limits(job: Job, p: _Pass, kind: str, restarts: int) -> None:
         )
 
 
+def _metric_counts(p: _Pass) -> dict[str, int]:
+    """What this pass adds to the operator's job counters (training-operator's names).
+
+    A counter moves with the status change that records it (a condition turning True, a pod
+    recreated for a restart), so the apply step counts it only once that status is written,
+    and a pass that is retried counts nothing twice; ``deleted`` counts a TTL deletion.
+    """
+    old = p.old_status.get("conditions") or []
+    counts = {
+        metric: 1
+        for ctype, metric in (
+            (cond.CREATED, "created"),
+            (cond.SUCCEEDED, "successful"),
+            (cond.FAILED, "failed"),
+        )
+        if cond.is_true(p.conditions, ctype) and not cond.is_true(old, ctype)
+    }
+    if p.restarted_pods:
+        counts["restarted"] = p.restarted_pods
+    if p.delete_job:
+        counts["deleted"] = 1
+    return counts
+
+
 def _result(p: _Pass, kind: str) -> dict[str, Any]:
     p.status["conditions"] = p.conditions
     changed = p.status != p.old_status
@@ -527,6 +555,7 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
             "name": meta.get("name", ""),
             "namespace": meta.get("namespace", ""),
             "uid": meta.get("uid", ""),
+            "framework": PROFILES[kind].framework if kind in PROFILES else "",
         },
         "create": p.create,
         "patch": p.update,
@@ -536,6 +565,7 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
         "requeue_after": f"{math.ceil(min(p.requeue))}s" if p.requeue and not p.delete_job else "",
         "delete_job": p.delete_job,
         "state": cond.current_state(p.conditions),
+        "metrics": _metric_counts(p),
     }
     # Whether the apply step has anything to do; the role skips it otherwise.
     result["apply"] = bool(

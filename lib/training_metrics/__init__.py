@@ -1,0 +1,1 @@
+"""Job counters per kind and namespace, served beside the ansible-operator runtime."""

@@ -1,0 +1,3 @@
+from training_metrics.server import main
+
+main()
