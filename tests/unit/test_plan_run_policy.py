@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, ok, paddlejob, tfjob, with_phases
+from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, paddlejob, tfjob, with_phases
 from training_jobs import conditions as cond
 from training_jobs.plan import observe_args, plan, rejected_plan
 
@@ -424,3 +424,34 @@ def test_only_kinds_the_framework_creates_are_read():
     paddle_kinds = [k["kind"] for k in observe_args(paddlejob([("worker", 1)]))["kinds"]]
     assert tf_kinds == ["Pod", "Service"]
     assert paddle_kinds == ["Pod", "Service", "ConfigMap"]
+
+
+MX_TRAIN = [("Scheduler", 1), ("Server", 1), ("Worker", 2)]
+
+
+@pytest.mark.parametrize(
+    ("scheduler_policy", "code", "state", "recreated"),
+    [
+        # seed 002: the scheduler's exit code decides the job when no restartPolicy is set.
+        (None, 0, cond.SUCCEEDED, False),
+        (None, 1, cond.FAILED, False),
+        (None, 127, cond.FAILED, False),
+        (None, 128, cond.RESTARTING, True),
+        (None, 137, cond.RESTARTING, True),
+        # an explicit policy on the scheduler wins (training-operator v1 users set one).
+        ("Never", 137, cond.FAILED, False),
+        ("OnFailure", 1, cond.RESTARTING, True),
+    ],
+)
+def test_mxjob_scheduler_exit_code_semantics(scheduler_policy, code, state, recreated):
+    types = [("Scheduler", 1, scheduler_policy) if scheduler_policy else ("Scheduler", 1), *MX_TRAIN[1:]]
+    phases = {"job-scheduler-0": ok() if code == 0 else failed(code)}
+    _, _, result = running_job(mxjob(types), phases)
+    assert cond.current_state(result["status"]["conditions"]) == state
+    assert ("job-scheduler-0" in deleted_pods(result)) == recreated
+
+
+def test_mxjob_scheduler_pod_runs_with_never_under_exit_code():
+    _job, observed = created(mxjob(MX_TRAIN))
+    scheduler = next(p for p in observed["pods"] if p["metadata"]["name"] == "job-scheduler-0")
+    assert scheduler["spec"]["restartPolicy"] == "Never"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from training_jobs import conditions as cond
 from training_jobs.contracts import mxnet as mx
-from training_jobs.model import ENV_ALL_CONTAINERS, InvalidJob
+from training_jobs.model import ENV_ALL_CONTAINERS, RESTART_EXIT_CODE, InvalidJob
 from training_jobs.profiles.base import Outcome, Profile, failed_groups_message
 
 SCHEDULER, SERVER, WORKER = "Scheduler", "Server", "Worker"
@@ -36,6 +36,14 @@ class MXNetProfile(Profile):
             raise InvalidJob(
                 "a distributed MXTrain job needs a Scheduler: add mxReplicaSpecs.Scheduler with 1 replica"
             )
+
+    def default_restart_policy_for(self, rtype, spec):
+        # mxnet-operator's scheduler rule (seed 002): the scheduler's exit code decides the job,
+        # 0 success, 1-127 a permanent failure, 128-255 retryable (the pod is recreated). That
+        # is the ExitCode policy; an explicit restartPolicy on the scheduler still wins.
+        if rtype == SCHEDULER:
+            return RESTART_EXIT_CODE
+        return super().default_restart_policy_for(rtype, spec)
 
     def _distributed_train(self, job):
         if (job.spec.get("jobMode") or "MXTrain") != "MXTrain":
