@@ -315,3 +315,34 @@ def test_paddle_clean_pod_policy(policy, exit_code, cleaned):
     else:
         time.sleep(4)
         assert pod(f"{name}-worker-0") is not None
+
+
+def test_unschedulable_pod_is_surfaced_on_the_job():
+    """Upstream #1131: why a job does not start is visible on the job itself."""
+    worker = template()
+    worker["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
+    name = tfjob(unique("unsched"), {"Worker": worker})
+    wait_for(lambda: "Unschedulable" in event_reasons(name), timeout=60, what="Unschedulable event")
+    described = kubectl("describe", "tfjob", "-n", NS, name).stdout
+    assert "Insufficient cpu" in described
+
+
+def test_evicted_pod_is_recreated_and_is_not_a_failure():
+    """Upstream #1570: an evicted pod is recreated whatever the restart policy (here Never, with
+    backoffLimit 0) and neither fails the job nor counts as a restart."""
+    name = tfjob(unique("evict"), {"Worker": template(policy="Never")}, {"backoffLimit": 0})
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    worker = f"{name}-worker-0"
+    before = pod(worker)
+    evict = {
+        "status": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
+    }
+    kubectl("patch", "pod", worker, "-n", NS, "--subresource=status", "--type=merge", "-p", json.dumps(evict))
+    wait_for(
+        lambda: (p := pod(worker)) and p["metadata"]["uid"] != before["metadata"]["uid"],
+        timeout=30,
+        what="the evicted replica recreated",
+    )
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running again")
+    assert not job(name)["status"].get("restartCount")
+    assert "Evicted" in event_reasons(name)
