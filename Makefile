@@ -21,7 +21,7 @@ run: tools ## Run the operator locally in the foreground (starts the local clust
 	hack/run.sh
 
 .PHONY: test
-test: tools ## Everything CI runs: lint, unit, cluster tests and molecule with the operator, OLM install
+test: tools ## Everything CI runs: lint, unit, cluster tests and molecule with the operator, OLM install, bench smoke
 	hack/test.sh all
 
 ##@ Set-up
@@ -79,6 +79,14 @@ unit: venv ## Pure unit tests of the filters and plugins
 .PHONY: e2e
 e2e: tools ## Against the cluster: harness checks, admission tests, molecule with the operator running
 	hack/test.sh e2e
+
+.PHONY: bench
+bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator (about an hour)
+	hack/bench.sh --profile full
+
+.PHONY: bench-smoke
+bench-smoke: tools ## A few-minute run of every benchmark measurement (part of make test)
+	hack/bench.sh --profile smoke
 
 .PHONY: manifests
 manifests: venv ## Regenerate the CRDs from hack/gen_crds.py

@@ -7,6 +7,8 @@
 # Tools: kube (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
 # etcd, kwok (kwok, kwokctl), ansible-operator, operator-sdk, kustomize.
 # On demand only (not in the default list; hack/olm-test.sh builds them): opm, olm (olm, catalog).
+# On demand only (hack/bench/training-operator.sh builds it): training-operator (Kubeflow's
+# upstream operator, the benchmark's baseline).
 #
 # Builds are keyed by version under $ATO_CACHE (default ~/.cache/ansible-training-operator),
 # so a second run only re-links. Nothing here downloads a release binary.
@@ -146,6 +148,28 @@ build_olm() {
   go_install olm "$v" "$ld" json1 "$r/cmd/olm" "$r/cmd/catalog"
 }
 
+# Kubeflow's training-operator, run out of cluster by hack/bench/training-operator.sh. Its main
+# package is cmd/training-operator.v1, which `go build` would name training-operator.v1 (upstream's
+# image calls it manager); here it is training-operator. No ldflags: upstream sets none. The
+# wrapper takes the GODEBUG defaults of upstream's own go.mod (its go line), not the wrapper's.
+build_training_operator() {
+  local r=github.com/kubeflow/training-operator v=$TRAINING_OPERATOR_VERSION
+  local out="$cache/tools/training-operator-$v" src="$cache/src/training-operator-$v"
+  if ! have "$out" training-operator; then
+    log "building training-operator $v"
+    local gomod go_line
+    gomod=$(go mod download -json "$r@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    go_line=$(sed -n 's/^go \([0-9]*\.[0-9]*\).*/\1/p' "$gomod")
+    wrapper "$src" "godebug default=go$go_line"
+    (cd "$src" && go get -tool "$r/cmd/training-operator.v1@$v")
+    mkdir -p "$out.tmp"
+    (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out.tmp/training-operator" \
+      "$r/cmd/training-operator.v1")
+    rm -rf "$out"; mv "$out.tmp" "$out"
+  fi
+  link training-operator "$out"
+}
+
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(kube etcd kwok ansible-operator operator-sdk kustomize)
 for t in "${tools[@]}"; do
@@ -158,6 +182,7 @@ for t in "${tools[@]}"; do
     kustomize) build_kustomize ;;
     opm) build_opm ;;
     olm) build_olm ;;
+    training-operator) build_training_operator ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

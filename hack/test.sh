@@ -8,7 +8,8 @@
 #                        the molecule scenario run against it; the operator is stopped after.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
 #                        the cluster in KUBECONFIG (the local one if unset)
-#   hack/test.sh all     lint, unit, e2e, olm
+#   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
+#   hack/test.sh all     lint, unit, e2e, olm, bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
@@ -82,6 +83,12 @@ e2e() {
     log "gang tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang.log"; return 1
   }
   stop_operator
+  log "gang scheduling tests (operator with GANG_SCHEDULER_NAME=scheduler-plugins-scheduler)"
+  GANG_SCHEDULER_NAME=scheduler-plugins-scheduler start_operator "$artifacts/operator-gang-plugins.log"
+  pytest -q -m gang_plugins tests/gang -p no:cacheprovider || {
+    log "scheduler-plugins tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang-plugins.log"; return 1
+  }
+  stop_operator
   trap - EXIT
   # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop.
   if pgrep -f "$root/watches.yaml" >/dev/null; then
@@ -96,11 +103,18 @@ olm() {
   hack/olm-test.sh
 }
 
+bench() {
+  # The benchmark's smoke profile on its own cluster: every measurement path, and every job of
+  # every burst must finish (bench.py fails otherwise).
+  log "benchmark smoke run"
+  hack/bench.sh --profile smoke --out "$artifacts/bench-smoke"
+}
+
 stages=()
 case ${1:-all} in
-  lint | unit | e2e | olm) stages=("$1") ;;
-  all) stages=(lint unit e2e olm) ;;
-  *) echo "usage: $0 lint|unit|e2e|olm|all" >&2; exit 2 ;;
+  lint | unit | e2e | olm | bench) stages=("$1") ;;
+  all) stages=(lint unit e2e olm bench) ;;
+  *) echo "usage: $0 lint|unit|e2e|olm|bench|all" >&2; exit 2 ;;
 esac
 for stage in "${stages[@]}"; do "$stage"; done
 # Each stage fails the script on its first error, so reaching here means every stage passed.

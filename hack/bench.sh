@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The benchmark (docs/performance.md): on its own local cluster (ATO_CLUSTER=ato-bench), the
+# Ansible floor, this operator run as `make run` runs it, and training-operator, one after the
+# other; results (JSON, markdown, plots) in results/bench/<UTC time>/ unless --out is given.
+#
+#   hack/bench.sh [--profile full|smoke] [--targets floor,ours,upstream] [--out DIR] [--keep-cluster]
+#
+# Settings read from the environment: MAX_CONCURRENT_RECONCILES, JOB_POLL_SECONDS.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
+
+keep=false
+args=()
+out=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --keep-cluster) keep=true ;;
+    --out) out=$2; args+=(--out "$2"); shift ;;
+    *) args+=("$1") ;;
+  esac
+  shift
+done
+if [ -z "$out" ]; then
+  out="$root/results/bench/$(date -u +%Y%m%dT%H%M%SZ)"
+  args+=(--out "$out")
+fi
+
+# An operator already running on this machine holds the runtime's fixed ports (8888, 5050).
+if curl -fsS --noproxy '*' -o /dev/null http://127.0.0.1:6789/readyz 2>/dev/null; then
+  log "an operator is already running here (127.0.0.1:6789): stop it first"; exit 1
+fi
+targets=$(printf '%s\n' "${args[@]}" | sed -n '/^--targets$/{n;p}')
+if [ -z "$targets" ] || [[ $targets == *upstream* ]]; then
+  "$root/hack/build-go-tools.sh" training-operator
+fi
+
+export ATO_CLUSTER=ato-bench
+unset KUBECONFIG
+if ! $keep; then trap '"$root/hack/cluster.sh" down' EXIT; fi
+KUBECONFIG=$("$root/hack/cluster.sh" up)
+export KUBECONFIG
+# Five replicas per job and up to 100 jobs at once: more fake nodes than the test cluster has.
+kubectl apply -f "$root/hack/bench/nodes.yaml" >&2
+kubectl wait --for=condition=Ready node --all --timeout=120s >/dev/null
+install_apis
+export PATH="$root/.venv/bin:$root/bin:$PATH"
+"$root/.venv/bin/python" "$root/hack/bench/bench.py" "${args[@]}"
+"$root/.venv/bin/python" "$root/hack/bench/report.py" "$out"

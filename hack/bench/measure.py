@@ -1,0 +1,217 @@
+"""What the benchmark reads: Prometheus text, histogram quantiles, the API server's request
+counters, and the CPU and memory of an operator's whole process tree from /proc.
+
+Pure functions except :class:`ProcessSampler` (reads /proc) and :func:`scrape` (one HTTP GET).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+import time
+import urllib.request
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+# Writes an operator makes for a job: its objects and the job's own status. Pod status patches
+# (KWOK's simulated kubelet), bindings (the scheduler) and events are someone else's or best
+# effort, and are reported apart.
+WRITE_VERBS = {"POST", "PUT", "PATCH", "DELETE"}
+OWNED_RESOURCES = {"pods", "services", "configmaps", "podgroups", "deployments"}
+JOB_RESOURCES = {"tfjobs", "mxjobs", "paddlejobs", "caffe2jobs"}
+
+
+def parse(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Prometheus text format -> ``[(name, labels, value)]``."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        labels = dict(_LABEL.findall(m.group(2) or ""))
+        try:
+            out.append((m.group(1), labels, float(m.group(3))))
+        except ValueError:
+            continue
+    return out
+
+
+def scrape(url: str, timeout: float = 10) -> list[tuple[str, dict[str, str], float]]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=timeout) as resp:
+        return parse(resp.read().decode())
+
+
+def histogram(samples, name: str, match: dict[str, str]) -> dict:
+    """Buckets, count and sum of one histogram series: ``{"buckets": {le: n}, "count", "sum"}``."""
+    buckets: dict[float, float] = {}
+    total = count = 0.0
+    for n, labels, value in samples:
+        if any(labels.get(k) != v for k, v in match.items()):
+            continue
+        if n == name + "_bucket":
+            le = math.inf if labels["le"] == "+Inf" else float(labels["le"])
+            buckets[le] = buckets.get(le, 0) + value
+        elif n == name + "_count":
+            count += value
+        elif n == name + "_sum":
+            total += value
+    return {"buckets": buckets, "count": count, "sum": total}
+
+
+def histogram_delta(after: dict, before: dict) -> dict:
+    return {
+        "buckets": {le: n - before["buckets"].get(le, 0) for le, n in after["buckets"].items()},
+        "count": after["count"] - before["count"],
+        "sum": after["sum"] - before["sum"],
+    }
+
+
+def histogram_quantile(q: float, hist: dict) -> float | None:
+    """Prometheus' ``histogram_quantile``: linear interpolation inside the bucket."""
+    buckets = sorted(hist["buckets"].items())
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower_le, lower_n = 0.0, 0.0
+    for le, n in buckets:
+        if n >= rank:
+            if math.isinf(le):
+                return lower_le
+            if n == lower_n:
+                return le
+            return lower_le + (le - lower_le) * (rank - lower_n) / (n - lower_n)
+        lower_le, lower_n = le, n
+    return None
+
+
+def api_writes(samples) -> dict[str, float]:
+    """``apiserver_request_total`` as ``{"VERB resource[/subresource]": n}`` for writes."""
+    out: dict[str, float] = {}
+    for n, labels, value in samples:
+        if n != "apiserver_request_total" or labels.get("verb") not in WRITE_VERBS:
+            continue
+        key = labels.get("resource", "")
+        if labels.get("subresource"):
+            key += "/" + labels["subresource"]
+        key = f"{labels['verb']} {key}"
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+def operator_writes(delta: dict[str, float]) -> dict[str, float]:
+    """From a before/after difference of :func:`api_writes`, what an operator wrote for its jobs:
+    creates and deletes of the objects jobs own, and writes of the jobs (status included) other
+    than the benchmark's own creates."""
+    out = {}
+    for key, n in delta.items():
+        verb, resource = key.split(" ", 1)
+        base, _, sub = resource.partition("/")
+        if (base in OWNED_RESOURCES and not sub and verb in ("POST", "DELETE")) or (
+            base in JOB_RESOURCES and verb != "POST"
+        ):
+            out[key] = n
+    return out
+
+
+def quantiles(values: list[float]) -> dict:
+    """p50/p95/p99/max/mean of a list (nearest rank), or nulls for an empty one."""
+    if not values:
+        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
+    v = sorted(values)
+
+    def rank(q: float) -> float:
+        return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
+
+    return {
+        "n": len(v),
+        "p50": rank(0.50),
+        "p95": rank(0.95),
+        "p99": rank(0.99),
+        "max": v[-1],
+        "mean": sum(v) / len(v),
+    }
+
+
+class ProcessSampler:
+    """CPU seconds and peak RSS of an operator and every process below it (ansible-runner,
+    ansible-playbook, the job-metrics server), found by parent links: ansible-runner starts
+    ansible-playbook in a session of its own, so a process group would miss it.
+
+    CPU: the sum over the live tree of user+system time plus the children each member has
+    already waited for (``cutime``/``cstime``), which is where exited reconciles end up.
+    RSS: sampled every ``interval``; the peak is the largest sum seen.
+    """
+
+    def __init__(self, root_pid: int, interval: float = 0.2):
+        self.root_pid = root_pid
+        self.interval = interval
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _stats() -> dict[int, list[str]]:
+        out = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            # Fields after "(comm)": state, ppid, pgrp, ..., utime(11), stime, cutime, cstime.
+            out[int(pid)] = stat[stat.rindex(")") + 2 :].split()
+        return out
+
+    def _tree(self) -> dict[int, list[str]]:
+        stats = self._stats()
+        members = {self.root_pid} if self.root_pid in stats else set()
+        grew = True
+        while grew:
+            grew = False
+            for pid, f in stats.items():
+                if pid not in members and int(f[1]) in members:
+                    members.add(pid)
+                    grew = True
+        return {pid: stats[pid] for pid in members}
+
+    def cpu_seconds(self) -> float:
+        ticks = sum(sum(int(x) for x in f[11:15]) for f in self._tree().values())
+        return ticks / self.tick
+
+    def rss_bytes(self) -> int:
+        total = 0
+        for pid in self._tree():
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1]) * 1024
+                            break
+            except OSError:
+                continue
+        return total
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak_rss = max(self.peak_rss, self.rss_bytes())
+            time.sleep(self.interval)
+
+    def start(self) -> ProcessSampler:
+        self._thread.start()
+        return self
+
+    def reset_peak(self) -> None:
+        self.peak_rss = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Turn a benchmark's ``results.json`` into ``results.md`` and two plots.
+
+    report.py RESULTS_DIR
+
+- ``latency_cdf.png``: create -> all pods created, and last pod finished -> job condition, as
+  cumulative distributions, one line per target at the largest TFJob burst;
+- ``throughput.png``: pods created per second against burst size, one line per target and kind.
+
+``results.md`` has one row per burst and the issue's targets with met / missed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def f(v, digits=2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def rows(results: dict) -> list[str]:
+    head = (
+        "| target | scenario | jobs | done | create→pods p50 / p95 / p99 (s) | create→Running p50 / p95 (s) "
+        "| finish→condition p50 / p95 (s) | all pods created (s) | pods/s | reconcile p50 / mean (s) "
+        "| reconciles/job | tasks/reconcile | writes/job (min) | CPU s | peak RSS MiB |"
+    )
+    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    for b in results["bursts"]:
+        c, r, d, rec = b["create_to_pods"], b["create_to_running"], b["finish_to_condition"], b["reconcile"]
+        out.append(
+            f"| {b['target']} | {b['scenario']} | {b['jobs']} | {b['finished']} "
+            f"| {f(c['p50'])} / {f(c['p95'])} / {f(c['p99'])} | {f(r['p50'])} / {f(r['p95'])} "
+            f"| {f(d['p50'])} / {f(d['p95'])} | {f(b['all_pods_created_s'], 1)} | {f(b['pods_per_second'], 1)} "
+            f"| {f(rec['p50'])} / {f(rec['mean'])} | {f(b['reconciles_per_job'], 1)} "
+            f"| {f(b['tasks_per_reconcile'], 1)} | {f(b['writes_per_job'], 1)} ({f(b['min_writes_per_job'], 1)}) "
+            f"| {f(b['cpu_seconds'], 1)} | {f(b['peak_rss_mib'], 0)} |"
+        )
+    return out
+
+
+def find(results: dict, target: str, scenario: str, jobs: int) -> dict | None:
+    for b in results["bursts"]:
+        if b["target"] == target and b["scenario"] == scenario and b["jobs"] == jobs:
+            return b
+    return None
+
+
+def targets(results: dict) -> list[str]:
+    """The issue's targets, each with the measured value and met / missed."""
+    ours = [b for b in results["bursts"] if b["target"] == "ours"]
+    if not ours:
+        return []
+    lines = ["| target | measured | |", "|---|---|---|"]
+
+    def row(what, value, ok):
+        lines.append(f"| {what} | {value} | {'met' if ok else '**missed**'} |")
+
+    floor = results.get("floor") or {}
+    rec = [b["reconcile"]["p50"] for b in ours if b["reconcile"]["p50"] is not None]
+    if floor.get("p50") and rec:
+        worst = max(rec)
+        row(
+            "reconcile p50 ≤ 1.5 x Ansible floor",
+            f"{worst:.2f} s vs floor {floor['p50']:.2f} s = {worst / floor['p50']:.2f}x (worst burst)",
+            worst <= 1.5 * floor["p50"],
+        )
+    single = find(results, "ours", "TFJob", 1)
+    if single and single["create_to_pods"]["p50"] is not None:
+        v = single["create_to_pods"]["p50"]
+        row("single job create → all pods p50 ≤ 3 s", f"{v:.2f} s", v <= 3)
+    hundred = find(results, "ours", "TFJob", 100)
+    if hundred and hundred["all_pods_created_s"] is not None:
+        v = hundred["all_pods_created_s"]
+        row("100 TFJobs x 5 all created ≤ 120 s", f"{v:.1f} s", v <= 120)
+    small = [b for b in ours if b["jobs"] <= 10 and b["finish_to_condition"]["p50"] is not None]
+    if small:
+        v = max(b["finish_to_condition"]["p50"] for b in small)
+        row("pod finished → job condition p50 ≤ 5 s (≤ 10 jobs)", f"{v:.2f} s (worst burst ≤ 10)", v <= 5)
+    ratios = [b["writes_ratio"] for b in ours if b["writes_ratio"]]
+    if ratios:
+        v = max(ratios)
+        row("API writes per job ≤ 1.2 x minimum", f"{v:.2f}x (worst burst)", v <= 1.2)
+    peak = max((b["peak_rss_mib"] for b in ours), default=None)
+    if peak is not None:
+        row("operator peak RSS ≤ 600 MiB", f"{peak:.0f} MiB", peak <= 600)
+    return lines
+
+
+def ratios(results: dict) -> list[str]:
+    """ours / training-operator for the TFJob bursts both ran."""
+    lines = []
+    for b in results["bursts"]:
+        if b["target"] != "training-operator":
+            continue
+        mine = find(results, "ours", "TFJob", b["jobs"])
+        if not mine:
+            continue
+        if not lines:
+            lines = [
+                "| TFJob burst | create→pods p50 | finish→condition p50 | writes/job | CPU s | peak RSS |",
+                "|---|---|---|---|---|---|",
+            ]
+
+        def ratio(a, c):
+            return f"{a / c:.1f}x" if a is not None and c else "-"
+
+        lines.append(
+            f"| {b['jobs']} | {ratio(mine['create_to_pods']['p50'], b['create_to_pods']['p50'])} "
+            f"| {ratio(mine['finish_to_condition']['p50'], b['finish_to_condition']['p50'])} "
+            f"| {ratio(mine['writes_per_job'], b['writes_per_job'])} "
+            f"| {ratio(mine['cpu_seconds'], b['cpu_seconds'])} | {ratio(mine['peak_rss_mib'], b['peak_rss_mib'])} |"
+        )
+    return lines
+
+
+def plots(results: dict, out: Path) -> None:
+    tf = [b for b in results["bursts"] if b["scenario"] == "TFJob"]
+    if not tf:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for target in sorted({b["target"] for b in tf}):
+        mine = [b for b in tf if b["target"] == target]
+        largest = max(mine, key=lambda b: b["jobs"])
+        for ax, key in zip(axes, ("create_to_pods", "finish_to_condition"), strict=True):
+            xs = largest["samples"][key]
+            if xs:
+                ys = [(i + 1) / len(xs) for i in range(len(xs))]
+                ax.step(xs, ys, where="post", label=f"{target} ({largest['jobs']} TFJobs)")
+    axes[0].set_title("create → all pods created")
+    axes[1].set_title("last pod finished → job condition")
+    for ax in axes:
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("fraction of jobs")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "latency_cdf.png", dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series = sorted({(b["target"], b["scenario"]) for b in results["bursts"]})
+    for target, scenario in series:
+        pts = sorted(
+            (b["jobs"], b["pods_per_second"])
+            for b in results["bursts"]
+            if b["target"] == target and b["scenario"] == scenario and b["pods_per_second"]
+        )
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{target} {scenario}")
+    ax.set_xscale("log")
+    ax.set_xlabel("jobs in the burst (5 pods each)")
+    ax.set_ylabel("pods created per second")
+    ax.set_title("throughput vs burst size")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    results = json.loads((out / "results.json").read_text())
+    meta = results["meta"]
+    md = [
+        f"# Benchmark {meta['date']} ({meta['profile']})",
+        "",
+        f"{meta['machine']['cpus']} CPUs; {meta['replicas']} replicas per job, pods run {meta['run_for']}; "
+        f"--max-concurrent-reconciles={meta['max_concurrent_reconciles']}, JOB_POLL_SECONDS={meta['job_poll_seconds']}.",
+        "",
+    ]
+    floor = results.get("floor")
+    if floor:
+        md += [
+            f"Ansible floor (empty role): reconcile p50 {f(floor['p50'])} s, mean {f(floor['mean'])} s, "
+            f"{f(floor['cpu_seconds_per_reconcile'])} CPU s per reconcile over {f(floor['reconciles'], 0)} reconciles.",
+            "",
+        ]
+    md += ["## Bursts", "", *rows(results), ""]
+    t = targets(results)
+    if t:
+        md += ["## Targets", "", *t, ""]
+    r = ratios(results)
+    if r:
+        md += ["## Ours / training-operator (TFJob)", "", *r, ""]
+    plots(results, out)
+    md += ["![latency CDF](latency_cdf.png)", "", "![throughput](throughput.png)", ""]
+    (out / "results.md").write_text("\n".join(md))
+    print(out / "results.md")
+
+
+if __name__ == "__main__":
+    main()
