@@ -17,11 +17,14 @@ export ANSIBLE_GATHERING=explicit
 export VIRTUAL_ENV="$root/.venv" PATH="$root/.venv/bin:$root/bin:$PATH"
 cd "$root"
 log "operator $(bin/ansible-operator version | head -1) on $(kubectl config current-context 2>/dev/null || echo "$KUBECONFIG")"
-# The job counters' server (lib/training_metrics), which the operator pod runs as a sidecar;
-# it stops by itself once this process (the operator, after exec) is gone.
+# The companion (lib/training_companion): job counters and the wake watcher, which the operator
+# pod runs as a sidecar; it stops by itself once this process (the operator, after exec) is gone.
+# JOB_WAKE=false leaves job updates to polling alone (JOB_POLL_SECONDS).
 export JOB_METRICS_BIND=${JOB_METRICS_BIND:-127.0.0.1:8686}
 export JOB_METRICS_URL="http://$JOB_METRICS_BIND/observe"
-PYTHONPATH="$root/lib" python3 -m training_metrics --bind "$JOB_METRICS_BIND" --exit-with-pid $$ &
+companion=(--bind "$JOB_METRICS_BIND" --exit-with-pid $$)
+[ "${JOB_WAKE:-true}" = true ] || companion+=(--no-wake)
+PYTHONPATH="$root/lib" python3 -m training_companion "${companion[@]}" &
 exec bin/ansible-operator run \
   --watches-file="$root/watches.yaml" \
   --ansible-roles-path="$root/roles" \

@@ -45,7 +45,11 @@ TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # volcano batch TaskSpecKey
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins PodGroupLabel
 
 DEFAULT_QUEUE = "default"
-SKIPPED_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+# Not copied from the job to its PodGroup: client bookkeeping, and the wake watcher's pod
+# signature (lib/training_wake), which changes with every pod phase.
+SKIPPED_ANNOTATIONS = frozenset(
+    {"kubectl.kubernetes.io/last-applied-configuration", "training.ato.dev/pod-signature"}
+)
 
 # --- quantities ------------------------------------------------------------------------------
 

@@ -31,7 +31,11 @@ from training_jobs.profiles.base import Context, Counts, Outcome, Profile
 from training_jobs.registry import PROFILES, profile_for
 
 CLEAN_NONE, CLEAN_RUNNING, CLEAN_ALL = "None", "Running", "All"
-DEFAULT_POLL = 3
+# Only a safety net: pod changes wake the job through the companion (lib/training_wake).
+DEFAULT_POLL = 30
+# Waiting for something that triggers no reconcile by itself: a deleted pod to be gone so its
+# replacement can be created, a config map or a Volcano PodGroup before the pods.
+WAIT_SECONDS = 2
 # A pod still Terminating this long after its deletion deadline is on a lost node (#2072): it is
 # force-deleted so its replica can be created again.
 LOST_POD_GRACE_SECONDS = 30
@@ -215,6 +219,18 @@ def _ttl(job: Job, p: _Pass) -> None:
         p.requeue_in(left)
 
 
+def _until_gone(pod: dict[str, Any], now: datetime) -> float:
+    """When to look at a terminating pod again: as its grace period ends, then once more when it
+    would count as lost (``LOST_POD_GRACE_SECONDS`` later)."""
+    deleting = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
+    if deleting is None:
+        return LOST_POD_GRACE_SECONDS
+    left = (deleting - now).total_seconds()
+    if left > 0:
+        return left + 1
+    return LOST_POD_GRACE_SECONDS + left + 1
+
+
 def _finish(job: Job, p: _Pass, ctype: str, what: str, message: str) -> None:
     p.set_condition(job.kind, ctype, cond.TRUE, what, message)
     p.status["completionTime"] = p.status.get("completionTime") or p.now
@@ -238,6 +254,10 @@ def _reconcile_pods(
             p.create_obj(obj)
             extras_ready = False
     hold_pods = (profile.extra_objects_first(job, ctx) and not extras_ready) or not gang_ready
+    if hold_pods:
+        # What the pods wait for (the framework's config map, Volcano admitting the gang) changes
+        # nothing that would reconcile the job: look again soon.
+        p.requeue_in(WAIT_SECONDS)
     for obj in tensorboard.objects(job, profile.selector(job), p.config):
         if (obj["kind"], obj["metadata"]["name"]) not in p.extras:
             p.create_obj(obj)
@@ -264,12 +284,13 @@ def _reconcile_pods(
                     p.delete_obj(pod, force=True)
                     p.requeue_in(1)
                 else:
-                    p.requeue_in(LOST_POD_GRACE_SECONDS)
+                    p.requeue_in(_until_gone(pod, p.now_dt))
             elif problems.evicted(pod):
                 recreating.add(name)
                 p.event("Warning", "Evicted", f"Pod {job.namespace}/{name} was evicted: recreating it")
                 p.delete_obj(pod)
                 p.recreating.append(_ref(pod))
+                p.requeue_in(WAIT_SECONDS)
             elif podlib.should_recreate(g, pod, profile.default_container):
                 recreating.add(name)
                 code = podlib.exit_code(pod, profile.default_container)
@@ -279,6 +300,9 @@ def _reconcile_pods(
                 p.recreating.append(_ref(pod))
                 p.restart_count += 1 + podlib.container_restarts(pod)
                 p.restarted_pods += 1
+                # Nothing reconciles the job when a pod is gone (the runtime does not watch pods):
+                # the next pass, which creates the replacement, is asked for here.
+                p.requeue_in(WAIT_SECONDS)
             elif g.restart_policy != "Never":
                 live_restarts += podlib.container_restarts(pod)
             if profile.wants_services(job):

@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
 # Plural resource paths of the kinds the operator touches; no discovery round-trip needed.
 RESOURCES = {
     ("v1", "Pod"): "pods",
@@ -75,6 +77,14 @@ class Client:
     def __init__(self, kubeconfig: str | None = None, timeout: float = 30.0):
         path = kubeconfig or os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG")
         path = os.path.expanduser((path or "~/.kube/config").split(os.pathsep)[0])
+        self.timeout = timeout
+        self.headers: dict[str, str] = {}
+        self.identity: dict[str, str] = {}
+        self._tmp: list[str] = []
+        self._token_file = ""
+        if not os.path.exists(path) and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            self._in_cluster()
+            return
         with open(path, encoding="utf-8") as f:
             config = yaml.safe_load(f)
         ctx_name = config.get("current-context")
@@ -88,18 +98,27 @@ class Client:
         self.server = urllib.parse.urlunsplit(
             (parsed.scheme, parsed.hostname + (f":{parsed.port}" if parsed.port else ""), parsed.path, "", "")
         ).rstrip("/")
-        self.timeout = timeout
-        self.headers: dict[str, str] = {}
-        self.identity: dict[str, str] = {}
         if user.get("token"):
             self.headers["Authorization"] = f"Bearer {user['token']}"
         elif user.get("username"):
             raw = f"{user['username']}:{user.get('password', '')}".encode()
             self.identity["Authorization"] = "Basic " + base64.b64encode(raw).decode()
-        self._tmp: list[str] = []
         self.context = None
         if parsed.scheme == "https":
             self.context = self._tls(cluster, user, os.path.dirname(path))
+
+    def _in_cluster(self) -> None:
+        """The pod's ServiceAccount (the companion sidecar has no kubeconfig)."""
+        host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        self.server = f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
+        self.context = ssl.create_default_context(cafile=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"))
+        self._token_file = os.path.join(SERVICE_ACCOUNT_DIR, "token")
+        self._refresh_token()
+
+    def _refresh_token(self) -> None:
+        # The kubelet rotates the projected token file; read it again before each request.
+        with open(self._token_file, encoding="utf-8") as f:
+            self.headers["Authorization"] = f"Bearer {f.read().strip()}"
 
     def _file(self, section: dict[str, Any], key: str, base: str) -> str | None:
         if section.get(f"{key}-data"):
@@ -135,6 +154,8 @@ class Client:
         owner: bool = True,
         query: dict[str, str] | None = None,
     ) -> Any:
+        if self._token_file:
+            self._refresh_token()
         url = self.server + path
         if query:
             url += "?" + urllib.parse.urlencode(query)

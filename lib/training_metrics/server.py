@@ -1,25 +1,17 @@
-"""Serve the job counters of :mod:`training_metrics.counters` over HTTP.
+"""Serve the job counters of :mod:`training_metrics.counters` over HTTP (run by
+:mod:`training_companion`).
 
   ``GET /metrics``   Prometheus text format, for any caller that can reach the port;
   ``GET /healthz``   ``ok``;
   ``POST /observe``  one reconcile's counts (JSON, see :func:`counters.parse_observation`),
                      accepted only from loopback: the operator's reconciles run in the same pod
                      (or, under ``make run``, on the same machine).
-
-    python -m training_metrics [--bind HOST:PORT] [--exit-with-pid PID]
-
-``--exit-with-pid`` stops the server once that process is gone, so ``make run`` leaves nothing
-behind whichever way the operator ends.
 """
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import json
-import os
-import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from training_metrics.counters import Counters, ObservationError, parse_observation
@@ -84,31 +76,7 @@ def make_handler(counters: Counters) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _watch_parent(pid: int, server: ThreadingHTTPServer) -> None:
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            server.shutdown()
-            return
-        except PermissionError:
-            pass
-        time.sleep(1)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m training_metrics", description=__doc__.split("\n")[0])
-    parser.add_argument("--bind", default=os.environ.get("JOB_METRICS_BIND", DEFAULT_BIND))
-    parser.add_argument("--exit-with-pid", type=int, default=0)
-    args = parser.parse_args(argv)
-    host, _, port = args.bind.rpartition(":")
-    server = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), make_handler(Counters()))
-    if args.exit_with_pid:
-        threading.Thread(target=_watch_parent, args=(args.exit_with_pid, server), daemon=True).start()
-    print(f"job metrics on http://{args.bind}/metrics", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+def make_server(bind: str = DEFAULT_BIND) -> ThreadingHTTPServer:
+    """The counters' HTTP server on ``HOST:PORT`` (``:PORT`` = every address), not yet serving."""
+    host, _, port = bind.rpartition(":")
+    return ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), make_handler(Counters()))

@@ -34,7 +34,7 @@ JOBS = {("kubeflow.org", r) for r in ("tfjobs", "mxjobs", "caffe2jobs")} | {
 
 # (API group, resource) -> verbs, everything the operator does in a job's namespace.
 EXPECTED_IN_JOB_NAMESPACE = {
-    **{job: {"get", "list", "watch", "delete"} for job in JOBS},
+    **{job: {"get", "list", "watch", "patch", "delete"} for job in JOBS},
     **{(g, f"{r}/status"): {"patch"} for g, r in JOBS},
     **{(g, f"{r}/finalizers"): {"update"} for g, r in JOBS},
     **{("", r): {"list", "watch", "create", "delete"} for r in ("pods", "services", "configmaps")},
@@ -141,12 +141,18 @@ def test_pod_is_hardened_and_probed():
     spec = get("deployment", "-n", NS, DEPLOYMENT)["spec"]["template"]["spec"]
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-    (manager,) = spec["containers"]
-    sc = manager["securityContext"]
-    assert sc["readOnlyRootFilesystem"] is True
-    assert sc["allowPrivilegeEscalation"] is False
-    assert sc["capabilities"]["drop"] == ["ALL"]
-    assert "add" not in sc["capabilities"]
+    containers = {c["name"]: c for c in spec["containers"]}
+    assert set(containers) == {"manager", "companion"}
+    for c in containers.values():
+        sc = c["securityContext"]
+        assert sc["readOnlyRootFilesystem"] is True
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["capabilities"]["drop"] == ["ALL"]
+        assert "add" not in sc["capabilities"]
+        assert c["resources"]["limits"] and c["resources"]["requests"]
+    manager, companion = containers["manager"], containers["companion"]
+    assert companion["command"][:3] == ["python3", "-m", "training_companion"]
+    assert companion["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert manager["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert manager["readinessProbe"]["httpGet"]["path"] == "/readyz"
     args = manager["args"]
@@ -183,6 +189,7 @@ def test_cannot_touch_secrets(verb):
         ("patch", "tfjobs.kubeflow.org/status"),
         ("patch", "paddlejobs.batch.paddlepaddle.org/status"),
         ("delete", "caffe2jobs.kubeflow.org"),
+        ("patch", "mxjobs.kubeflow.org"),  # the wake watcher's annotation
         ("create", "deployments.apps"),
         ("patch", "podgroups.scheduling.volcano.sh"),
         ("create", "events"),
@@ -197,7 +204,7 @@ def test_can_do_what_it_does(verb, resource):
     [
         ("get", "pods"),  # the operator only lists (through the runtime's informer cache)
         ("update", "pods"),
-        ("patch", "tfjobs.kubeflow.org"),  # spec is the user's; only status is written
+        ("update", "tfjobs.kubeflow.org"),  # spec is the user's; only status and one annotation
         ("create", "tfjobs.kubeflow.org"),
         ("update", "mxjobs.kubeflow.org/status"),
         ("create", "pods/exec"),

@@ -346,3 +346,18 @@ def test_evicted_pod_is_recreated_and_is_not_a_failure():
     wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running again")
     assert not job(name)["status"].get("restartCount")
     assert "Evicted" in event_reasons(name)
+
+
+def test_a_finished_pod_wakes_its_job_without_waiting_for_the_poll():
+    """The operator polls active jobs only every JOB_POLL_SECONDS (30 s by default); a pod that
+    finishes wakes its job at once through the companion's pod-signature annotation."""
+    name = tfjob(unique("wake"), {"Worker": template(0, run_for="3s", policy="Never")})
+    worker = f"{name}-worker-0"
+    wait_for(
+        lambda: (pod(worker) or {}).get("status", {}).get("phase") == "Succeeded", timeout=30, what="pod done"
+    )
+    done = time.monotonic()
+    wait_for(lambda: state(name) == "Succeeded", timeout=10, what=f"{name} Succeeded within 10 s of its pod")
+    assert time.monotonic() - done < 10
+    annotations = job(name)["metadata"].get("annotations") or {}
+    assert annotations.get("training.ato.dev/pod-signature") == "Succeeded=1"

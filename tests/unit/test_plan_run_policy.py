@@ -9,7 +9,19 @@ from __future__ import annotations
 import copy
 
 import pytest
-from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, paddlejob, tfjob, with_phases
+from test_plan_status import (
+    LATER,
+    NOW,
+    TF_CHIEF,
+    created,
+    failed,
+    mxjob,
+    ok,
+    paddlejob,
+    pending,
+    tfjob,
+    with_phases,
+)
 from training_jobs import conditions as cond
 from training_jobs.plan import observe_args, plan, rejected_plan
 
@@ -455,3 +467,45 @@ def test_mxjob_scheduler_pod_runs_with_never_under_exit_code():
     _job, observed = created(mxjob(MX_TRAIN))
     scheduler = next(p for p in observed["pods"] if p["metadata"]["name"] == "job-scheduler-0")
     assert scheduler["spec"]["restartPolicy"] == "Never"
+
+
+def requeue_seconds(result):
+    return int(result["requeue_after"].rstrip("s"))
+
+
+@pytest.mark.parametrize(
+    ("name", "result", "seconds"),
+    [
+        # an active job with nothing pending: only the safety-net poll (pod changes wake it)
+        ("running", lambda: running_job(tfjob(TF_CHIEF))[2], 30),
+        # a failed pod deleted to be recreated: nothing reconciles the job when it is gone
+        (
+            "recreating",
+            lambda: running_job(
+                tfjob([("Chief", 1), ("Worker", 1, "OnFailure")]), {"job-worker-0": failed(1)}
+            )[2],
+            2,
+        ),
+        # PaddleJob's config map first: its creation reconciles nothing
+        (
+            "waiting for config map",
+            lambda: plan(
+                paddlejob([("worker", 2)], intranet="Service"), {"pods": [], "services": []}, {}, NOW
+            ),
+            2,
+        ),
+    ],
+)
+def test_requeue_when_nothing_else_will_reconcile(name, result, seconds):
+    assert requeue_seconds(result()) == seconds, name
+
+
+def test_terminating_pod_is_looked_at_when_its_grace_period_ends():
+    job, observed = created(tfjob([("Chief", 1), ("Worker", 1)]))
+    # (A Running pod being deleted counts as failed, as upstream; a Pending one does not.)
+    pods = with_phases(observed["pods"], {"job-worker-0": pending()})
+    for p in pods:
+        if p["metadata"]["name"] == "job-worker-0":
+            p["metadata"]["deletionTimestamp"] = "2026-11-23T10:00:40Z"  # 10 s after LATER
+    result = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert requeue_seconds(result) == 11

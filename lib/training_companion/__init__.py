@@ -1,0 +1,1 @@
+"""The operator's companion process: job counters and the wake watcher, beside the runtime."""

@@ -1,3 +1,0 @@
-from training_metrics.server import main
-
-main()

@@ -1,0 +1,117 @@
+"""What about a job's pods should wake the job up: the pure half of the wake watcher.
+
+ansible-operator never reconciles a job because one of its pods changed phase: its watch on
+owned objects drops updates that touch only ``status`` (operator-lib's ``DependentPredicate``),
+and a pod finishing is exactly such an update. Polling every active job every few seconds
+covers it, but each poll is a whole Ansible run (about a CPU second), so polling alone cannot
+keep up with more than a handful of jobs on a small machine.
+
+The wake watcher (:mod:`training_wake.watcher`) watches the operator's pods and, when the
+*signature* of a job's pods changes, writes it into the job's annotation :data:`ANNOTATION`.
+The job kinds are watched with ``watchAnnotationsChanges: true`` (``watches.yaml``), so that
+write is what triggers the reconcile; every decision stays in the reconcile's plan.
+
+The signature holds what the plan acts on and a pod's phase alone would miss: phases, container
+restarts (backoffLimit counts in-place restarts), pods the scheduler cannot place and containers
+waiting for a reason worth reporting (image pull errors, crash loops). Pods being created or
+deleted are left out: creations come from the reconcile itself and deletions already trigger one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+ANNOTATION = "training.ato.dev/pod-signature"
+# Kinds whose pods are watched, by apiVersion/kind of the pod's controller owner reference.
+JOB_KINDS = {
+    ("kubeflow.org/v1", "TFJob"): "tfjobs",
+    ("kubeflow.org/v1", "MXJob"): "mxjobs",
+    ("batch.paddlepaddle.org/v1", "PaddleJob"): "paddlejobs",
+    ("kubeflow.org/v1alpha1", "Caffe2Job"): "caffe2jobs",
+}
+# The label every pod of the operator carries (its value names the kind's controller).
+POD_SELECTOR = "training.kubeflow.org/operator-name"
+# Waiting reasons of a container that is simply starting: not worth a reconcile.
+BENIGN_WAITING = {"ContainerCreating", "PodInitializing"}
+
+JobKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
+
+
+def job_of(pod: dict[str, Any]) -> JobKey | None:
+    """The job that controls ``pod``, if it is one of the operator's kinds."""
+    meta = pod.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) in JOB_KINDS:
+            return ref["apiVersion"], ref["kind"], meta.get("namespace", ""), ref["name"]
+    return None
+
+
+def pod_state(pod: dict[str, Any]) -> tuple[str, int, tuple[str, ...]]:
+    """(phase, container restarts, problems) of one pod."""
+    status = pod.get("status") or {}
+    restarts = 0
+    problems = []
+    for c in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        restarts += int(c.get("restartCount") or 0)
+        reason = ((c.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason and reason not in BENIGN_WAITING:
+            problems.append(reason)
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            problems.append(cond.get("reason") or "Unschedulable")
+    return status.get("phase") or "Pending", restarts, tuple(sorted(problems))
+
+
+def signature(states: list[tuple[str, int, tuple[str, ...]]]) -> str:
+    """One job's pods as a short stable string, e.g. ``Running=3,Succeeded=2,restarts=1``."""
+    counts: Counter[str] = Counter()
+    restarts = 0
+    for phase, n, problems in states:
+        counts[phase] += 1
+        restarts += n
+        for p in problems:
+            counts[p] += 1
+    parts = [f"{k}={v}" for k, v in sorted(counts.items())]
+    if restarts:
+        parts.append(f"restarts={restarts}")
+    return ",".join(parts)
+
+
+class PodIndex:
+    """The watcher's memory: every watched pod's state, by job. Pure; the watcher feeds it.
+
+    :meth:`observe` answers whether the event changed the signature of an existing pod's job;
+    the signature itself comes from :meth:`signature_of`.
+    """
+
+    def __init__(self) -> None:
+        self.pods: dict[JobKey, dict[str, tuple[str, int, tuple[str, ...]]]] = {}
+
+    def reset(self, pods: list[dict[str, Any]]) -> None:
+        """Start over from a full list (after a watch expired): no job is woken for it."""
+        self.pods = {}
+        for pod in pods:
+            self.observe("ADDED", pod)
+
+    def observe(self, event_type: str, pod: dict[str, Any]) -> JobKey | None:
+        """Record a watch event; the job to wake, or ``None``."""
+        job = job_of(pod)
+        if job is None:
+            return None
+        name = (pod.get("metadata") or {}).get("name", "")
+        pods = self.pods.setdefault(job, {})
+        if event_type == "DELETED":
+            pods.pop(name, None)
+            if not pods:
+                self.pods.pop(job, None)
+            return None
+        state = pod_state(pod)
+        before = pods.get(name)
+        pods[name] = state
+        if event_type == "ADDED" or before is None or before == state:
+            return None
+        return job
+
+    def signature_of(self, job: JobKey) -> str:
+        return signature(list(self.pods.get(job, {}).values()))
