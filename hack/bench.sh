@@ -3,9 +3,9 @@
 # Ansible floor, this operator run as `make run` runs it, and training-operator, one after the
 # other; results (JSON, markdown, plots) in results/bench/<UTC time>/ unless --out is given.
 #
-#   hack/bench.sh [--profile full|smoke] [--targets floor,ours,upstream] [--out DIR] [--keep-cluster]
+#   hack/bench.sh [--profile full|tfjob|smoke] [--targets floor,ours,upstream] [--out DIR] [--keep-cluster]
 #
-# Settings read from the environment: MAX_CONCURRENT_RECONCILES, JOB_POLL_SECONDS.
+# Settings read from the environment: MAX_CONCURRENT_RECONCILES, JOB_POLL_SECONDS, JOB_WAKE.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh

@@ -46,6 +46,13 @@ PROFILES = {
         "upstream_bursts": [1, 10, 50, 100],
         "floor_jobs": 30,
     },
+    # TFJob bursts only, on both operators: the quick before/after of a tuning change.
+    "tfjob": {
+        "bursts": [1, 10, 50, 100],
+        "scenarios": ["TFJob"],
+        "upstream_bursts": [1, 10, 50, 100],
+        "floor_jobs": 30,
+    },
     # The smoke run in `make test`: every measurement path once, in a few minutes.
     "smoke": {"bursts": [1, 4], "scenarios": ["TFJob", "mixed"], "upstream_bursts": [1], "floor_jobs": 4},
 }
@@ -450,7 +457,8 @@ def main() -> None:
                 "kernel": platform.release(),
             },
             "max_concurrent_reconciles": int(args.concurrency),
-            "job_poll_seconds": int(os.environ.get("JOB_POLL_SECONDS", "3")),
+            "job_poll_seconds": int(os.environ.get("JOB_POLL_SECONDS", "30")),
+            "job_wake": os.environ.get("JOB_WAKE", "true"),
             "replicas": REPLICAS,
             "run_for": RUN_FOR,
             "versions": dict(

@@ -178,7 +178,7 @@ def main() -> None:
         f"# Benchmark {meta['date']} ({meta['profile']})",
         "",
         f"{meta['machine']['cpus']} CPUs; {meta['replicas']} replicas per job, pods run {meta['run_for']}; "
-        f"--max-concurrent-reconciles={meta['max_concurrent_reconciles']}, JOB_POLL_SECONDS={meta['job_poll_seconds']}.",
+        f"--max-concurrent-reconciles={meta['max_concurrent_reconciles']}, JOB_POLL_SECONDS={meta['job_poll_seconds']}, JOB_WAKE={meta.get('job_wake', 'true')}.",
         "",
     ]
     floor = results.get("floor")
