@@ -1,12 +1,17 @@
-"""Action plugin: carry out a reconcile plan in one task.
+"""Action plugin: carry out a reconcile plan (the ``training_job_plan`` filter's result) in one task.
 
 In order: create the planned objects, delete the planned ones, write the job's status
-subresource (only when the plan has a new status), record the plan's events on the job, and
-delete the job itself when its TTL has run out. Nothing is decided here; the plan comes from the
-``training_job_plan`` filter.
+subresource (only when the plan has a new status), record the plan's events on the job, delete
+the job itself when its TTL has run out, and count the plan's metrics. Nothing is decided here.
 
-Arguments:
-  ``job``: ``{apiVersion, kind, name, namespace, uid}`` of the job;
+If the API server refuses some of the job's objects as invalid or forbidden, the engine's
+``rejected_plan`` (pure, like the filter) turns the pass into a failure of the job, and that
+plan is applied at once: the job fails with the API's reason and what this pass created is
+deleted, so no half-created job is left behind.
+
+Argument ``plan``, the filter's result:
+  ``job``: ``{apiVersion, kind, name, namespace, uid, framework}`` of the job;
+  ``apply``: whether there is anything to write at all (nothing is sent otherwise);
   ``create``: objects to create (already-existing ones are left alone);
   ``patch``: objects whose ``spec`` is merged into the existing object (a PodGroup's gang size);
   ``delete``: ``{apiVersion, kind, name, namespace[, force]}`` of objects to delete (missing ones
@@ -16,11 +21,12 @@ Arguments:
   (``Kind/name``) only when that object was really created or deleted by this task;
   ``delete_job``: delete the job (its TTL after finishing has passed);
   ``metrics``: ``{counter: n}`` for the job counters (``training_metrics``): counted once the
-  status that records them is written (``deleted``: once the job is deleted).
+  status that records them is written (``deleted``: once the job is deleted);
+  ``requeue_after``: passed through for the requeue task.
 
-Returns ``created``, ``deleted`` (names), ``rejected`` (objects the API server refused as
-invalid or forbidden: ``{kind, name, status, message}``) and ``changed``. Transient API errors
-fail the task, so ansible-operator retries the reconcile with backoff.
+Returns ``created``, ``deleted`` (names), ``rejected`` (objects the API server refused:
+``{kind, name, status, message}``), ``status_written``, ``requeue_after`` and ``changed``.
+Transient API errors fail the task, so ansible-operator retries the reconcile with backoff.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from training_jobs.plan import rejected_plan
 from training_kube.client import ApiError, Client, resource_path
 from training_metrics.report import report
 
@@ -87,108 +94,121 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        args = _plain(dict(self._task.args))
-        job = args["job"]
-        created, deleted, rejected = [], [], []
-        job_deleted = False
+        plan = _plain(self._task.args.get("plan") or {})
+        if not plan.get("apply"):
+            return {**result, "changed": False, "requeue_after": plan.get("requeue_after") or ""}
         client = Client()
         try:
-            for obj in args.get("create") or []:
-                meta = obj["metadata"]
-                path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"))
-                try:
-                    client.request("POST", path, obj, owner=False)
-                    created.append(f"{obj['kind']}/{meta['name']}")
-                except ApiError as err:
-                    if err.status == 409:
-                        continue
-                    if err.status in PERMANENT:
-                        rejected.append(
-                            {
-                                "kind": obj["kind"],
-                                "name": meta["name"],
-                                "status": err.status,
-                                "message": err.message,
-                            }
-                        )
-                        continue
-                    raise
-            for obj in args.get("patch") or []:
-                meta = obj["metadata"]
-                path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
-                client.request(
-                    "PATCH", path, {"spec": obj["spec"]}, content_type="application/merge-patch+json"
-                )
-            for ref in args.get("delete") or []:
-                path = resource_path(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
-                options = {"propagationPolicy": "Background"}
-                if ref.get("force"):
-                    options["gracePeriodSeconds"] = 0
-                try:
-                    client.request("DELETE", path, options)
-                    deleted.append(f"{ref['kind']}/{ref['name']}")
-                except ApiError as err:
-                    if err.status != 404:
-                        raise
-            job_path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
-            status_written = False
-            # Ansible renders a null plan status as a string; only a mapping is a status to write.
-            if isinstance(args.get("status"), dict) and args["status"] and not rejected:
-                try:
-                    client.request(
-                        "PATCH",
-                        job_path + "/status",
-                        {"status": args["status"]},
-                        content_type="application/merge-patch+json",
-                    )
-                    status_written = True
-                except ApiError as err:
-                    if err.status != 404:
-                        raise
-            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            done = set(created) | set(deleted)
-            for event in args.get("events") or []:
-                # An event about a create or delete is only true if that write happened here
-                # (the object may already have existed: the proxy's cache can lag).
-                about = event.pop("about", "")
-                if about and about not in done:
-                    continue
-                try:
-                    client.request(
-                        "POST", resource_path("v1", "Event", job["namespace"]), event_object(job, event, now)
-                    )
-                except ApiError as err:
-                    # Events are best effort, as everywhere in Kubernetes.
-                    if err.status in (500, 503):
-                        raise
-            if args.get("delete_job"):
-                try:
-                    client.request("DELETE", job_path, {"propagationPolicy": "Background"})
-                    deleted.append(f"{job['kind']}/{job['name']}")
-                    job_deleted = True
-                except ApiError as err:
-                    if err.status != 404:
-                        raise
+            done = _apply(client, plan)
+            if done["rejected"]:
+                now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                job = plan["job"]
+                path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
+                cr = client.request("GET", path)
+                failure = rejected_plan(cr, plan, done["rejected"], now)
+                undone = _apply(client, failure)
+                done = {
+                    **undone,
+                    "created": done["created"],
+                    "deleted": done["deleted"] + undone["deleted"],
+                    "rejected": done["rejected"],
+                }
+                plan = failure
         except (ApiError, OSError) as err:
-            return {
-                **result,
-                "failed": True,
-                "msg": f"applying the plan failed: {err}",
-                "created": created,
-                "deleted": deleted,
-            }
+            return {**result, "failed": True, "msg": f"applying the plan failed: {err}"}
         finally:
             client.close()
-        counts = args.get("metrics") if isinstance(args.get("metrics"), dict) else {}
-        counted = {k: v for k, v in counts.items() if (job_deleted if k == "deleted" else status_written)}
-        metrics_warning = report(job, counted)
-        if metrics_warning:
-            result["warnings"] = [*result.get("warnings", []), metrics_warning]
+        warning = done.pop("metrics_warning")
+        if warning:
+            result["warnings"] = [*result.get("warnings", []), warning]
         return {
             **result,
-            "changed": bool(created or deleted or status_written),
-            "created": created,
-            "deleted": deleted,
-            "rejected": rejected,
-            "status_written": status_written,
+            **done,
+            "changed": bool(done["created"] or done["deleted"] or done["status_written"]),
+            "requeue_after": plan.get("requeue_after") or "",
         }
+
+
+def _apply(client: Client, plan: dict) -> dict:
+    """Write one plan; see the module docstring. Raises ApiError on transient errors."""
+    job = plan["job"]
+    created, deleted, rejected = [], [], []
+    job_deleted = False
+    for obj in plan.get("create") or []:
+        meta = obj["metadata"]
+        path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"))
+        try:
+            client.request("POST", path, obj, owner=False)
+            created.append(f"{obj['kind']}/{meta['name']}")
+        except ApiError as err:
+            if err.status == 409:
+                continue
+            if err.status in PERMANENT:
+                rejected.append(
+                    {"kind": obj["kind"], "name": meta["name"], "status": err.status, "message": err.message}
+                )
+                continue
+            raise
+    for obj in plan.get("patch") or []:
+        meta = obj["metadata"]
+        path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+        client.request("PATCH", path, {"spec": obj["spec"]}, content_type="application/merge-patch+json")
+    for ref in plan.get("delete") or []:
+        path = resource_path(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
+        options = {"propagationPolicy": "Background"}
+        if ref.get("force"):
+            options["gracePeriodSeconds"] = 0
+        try:
+            client.request("DELETE", path, options)
+            deleted.append(f"{ref['kind']}/{ref['name']}")
+        except ApiError as err:
+            if err.status != 404:
+                raise
+    job_path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
+    status_written = False
+    # A plan without a new status carries null; only a mapping is a status to write.
+    if isinstance(plan.get("status"), dict) and plan["status"] and not rejected:
+        try:
+            client.request(
+                "PATCH",
+                job_path + "/status",
+                {"status": plan["status"]},
+                content_type="application/merge-patch+json",
+            )
+            status_written = True
+        except ApiError as err:
+            if err.status != 404:
+                raise
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    done = set(created) | set(deleted)
+    for event in plan.get("events") or []:
+        # An event about a create or delete is only true if that write happened here
+        # (the object may already have existed: the proxy's cache can lag).
+        about = event.pop("about", "")
+        if about and about not in done:
+            continue
+        try:
+            client.request(
+                "POST", resource_path("v1", "Event", job["namespace"]), event_object(job, event, now)
+            )
+        except ApiError as err:
+            # Events are best effort, as everywhere in Kubernetes.
+            if err.status in (500, 503):
+                raise
+    if plan.get("delete_job"):
+        try:
+            client.request("DELETE", job_path, {"propagationPolicy": "Background"})
+            deleted.append(f"{job['kind']}/{job['name']}")
+            job_deleted = True
+        except ApiError as err:
+            if err.status != 404:
+                raise
+    counts = plan.get("metrics") if isinstance(plan.get("metrics"), dict) else {}
+    counted = {k: v for k, v in counts.items() if (job_deleted if k == "deleted" else status_written)}
+    return {
+        "created": created,
+        "deleted": deleted,
+        "rejected": rejected,
+        "status_written": status_written,
+        "metrics_warning": report(job, counted),
+    }

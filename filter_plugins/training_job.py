@@ -3,8 +3,9 @@
 - ``cr | training_job_observe_args(config)`` - which objects of the job to read, and by which labels.
 - ``cr | training_job_plan(observed, config, now)`` - one reconcile pass: objects to create and
   delete, the new status, events, when to look again (see ``training_jobs/plan.py``).
-- ``cr | training_job_rejected(plan, rejected, now)`` - the plan after the API server refused
-  some of the job's objects: the job fails with the API's reason and what was created goes.
+
+The apply action plugin also calls the engine's ``rejected_plan`` when the API server refuses
+some of the job's objects: the job then fails with the API's reason and what was created goes.
 
 All are pure functions of their arguments. Their results are marked unsafe (``wrap_var``): they
 carry the user's strings (commands, env values), which Ansible must never template, just as
@@ -22,7 +23,7 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from training_jobs.plan import observe_args, plan, rejected_plan
+from training_jobs.plan import observe_args, plan
 
 
 def _plain(value):
@@ -44,14 +45,9 @@ def training_job_plan(cr, observed, config=None, now=""):
     return wrap_var(plan(_plain(cr), _plain(observed or {}), _plain(config or {}), str(now)))
 
 
-def training_job_rejected(cr, previous_plan, rejected, now=""):
-    return wrap_var(rejected_plan(_plain(cr), _plain(previous_plan), _plain(rejected), str(now)))
-
-
 class FilterModule:
     def filters(self):
         return {
             "training_job_observe_args": training_job_observe_args,
             "training_job_plan": training_job_plan,
-            "training_job_rejected": training_job_rejected,
         }
