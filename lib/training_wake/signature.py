@@ -12,9 +12,10 @@ The job kinds are watched with ``watchAnnotationsChanges: true`` (``watches.yaml
 write is what triggers the reconcile; every decision stays in the reconcile's plan.
 
 The signature holds what the plan acts on and a pod's phase alone would miss: phases, container
-restarts (backoffLimit counts in-place restarts), pods the scheduler cannot place and containers
-waiting for a reason worth reporting (image pull errors, crash loops). Pods being created or
-deleted are left out: creations come from the reconcile itself and deletions already trigger one.
+restarts (backoffLimit counts in-place restarts), pods the scheduler cannot place, containers
+waiting for a reason worth reporting (image pull errors, crash loops) and pods being deleted.
+A pod's creation wakes nothing (the reconcile created it), nor does its disappearance: the plan
+that deleted a pod asks for its own next pass.
 """
 
 from __future__ import annotations
@@ -22,16 +23,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from training_jobs.registry import PROFILES
+
 ANNOTATION = "training.ato.dev/pod-signature"
-# Kinds whose pods are watched, by apiVersion/kind of the pod's controller owner reference.
-JOB_KINDS = {
-    ("kubeflow.org/v1", "TFJob"): "tfjobs",
-    ("kubeflow.org/v1", "MXJob"): "mxjobs",
-    ("batch.paddlepaddle.org/v1", "PaddleJob"): "paddlejobs",
-    ("kubeflow.org/v1alpha1", "Caffe2Job"): "caffe2jobs",
-}
-# The label every pod of the operator carries (its value names the kind's controller).
-POD_SELECTOR = "training.kubeflow.org/operator-name"
+# The job kinds, from the framework profiles: a fifth framework is woken without a change here.
+JOB_KINDS = {(p.api_version, p.kind): p.kind.lower() + "s" for p in PROFILES.values()}
+# Label selectors ("key exists") that together match every pod of every kind.
+POD_SELECTORS = tuple(sorted({p.wake_label for p in PROFILES.values()}))
 # Waiting reasons of a container that is simply starting: not worth a reconcile.
 BENIGN_WAITING = {"ContainerCreating", "PodInitializing"}
 
@@ -60,6 +58,10 @@ def pod_state(pod: dict[str, Any]) -> tuple[str, int, tuple[str, ...]]:
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             problems.append(cond.get("reason") or "Unschedulable")
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        # Being deleted: the plan looks again when the grace period ends, and force-deletes a pod
+        # stuck on a lost node (#2072); nothing else would reconcile the job for it.
+        problems.append("Terminating")
     return status.get("phase") or "Pending", restarts, tuple(sorted(problems))
 
 

@@ -17,13 +17,14 @@ import urllib.parse
 import urllib.request
 
 from training_kube.client import ApiError, Client
-from training_wake.signature import ANNOTATION, JOB_KINDS, POD_SELECTOR, JobKey, PodIndex
+
+from training_wake.signature import ANNOTATION, JOB_KINDS, POD_SELECTORS, JobKey, PodIndex
 
 log = logging.getLogger("training_wake")
 
 
 class Watcher:
-    def __init__(self, client: Client, debounce: float = 0.3, namespaces: list[str] | None = None):
+    def __init__(self, client: Client, debounce: float = 1.0, namespaces: list[str] | None = None):
         self.client = client
         self.debounce = debounce
         self.namespaces = namespaces or [""]
@@ -37,15 +38,15 @@ class Watcher:
     def _pods_path(self, namespace: str) -> str:
         return f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
 
-    def _list(self, namespace: str) -> tuple[list[dict], str]:
+    def _list(self, namespace: str, selector: str) -> tuple[list[dict], str]:
         result = self.client.request(
-            "GET", self._pods_path(namespace), owner=False, query={"labelSelector": POD_SELECTOR}
+            "GET", self._pods_path(namespace), owner=False, query={"labelSelector": selector}
         )
         return result.get("items") or [], result["metadata"]["resourceVersion"]
 
-    def _stream(self, namespace: str, resource_version: str):
+    def _stream(self, namespace: str, selector: str, resource_version: str):
         query = {
-            "labelSelector": POD_SELECTOR,
+            "labelSelector": selector,
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
@@ -60,16 +61,17 @@ class Watcher:
                 if line.strip():
                     yield json.loads(line)
 
-    def watch(self, namespace: str) -> None:
-        """List and watch one namespace ("" = all) until :attr:`stop` is set."""
+    def watch(self, namespace: str, selector: str) -> None:
+        """List and watch the pods matching ``selector`` in one namespace ("" = all) until
+        :attr:`stop` is set."""
         while not self.stop.is_set():
             try:
-                pods, rv = self._list(namespace)
+                pods, rv = self._list(namespace, selector)
                 with self.lock:
                     for pod in pods:
                         self.index.observe("ADDED", pod)
                 while not self.stop.is_set():
-                    for event in self._stream(namespace, rv):
+                    for event in self._stream(namespace, selector, rv):
                         obj = event.get("object") or {}
                         if event.get("type") == "ERROR":
                             raise ApiError(
@@ -120,6 +122,8 @@ class Watcher:
 
     def run(self) -> None:
         for ns in self.namespaces:
-            threading.Thread(target=self.watch, args=(ns,), daemon=True, name=f"watch-{ns or 'all'}").start()
+            for selector in POD_SELECTORS:
+                name = f"watch-{ns or 'all'}-{selector}"
+                threading.Thread(target=self.watch, args=(ns, selector), daemon=True, name=name).start()
         while not self.stop.wait(self.debounce):
             self.flush()

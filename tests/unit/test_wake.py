@@ -47,6 +47,13 @@ def test_job_of_follows_the_controller_reference_of_our_kinds(owner, expected):
         (pod(waiting="ContainerCreating"), ("Pending", 0, ())),
         (pod(waiting="ImagePullBackOff"), ("Pending", 0, ("ImagePullBackOff",))),
         (pod(unschedulable=True), ("Pending", 0, ("Unschedulable",))),
+        (
+            {
+                **pod(phase="Running"),
+                "metadata": {**pod()["metadata"], "deletionTimestamp": "2026-11-23T10:00:00Z"},
+            },
+            ("Running", 0, ("Terminating",)),
+        ),
     ],
 )
 def test_pod_state(p, state):
@@ -105,3 +112,27 @@ def test_annotation_is_skipped_when_a_job_is_copied_to_its_pod_group():
     from training_jobs.gang import SKIPPED_ANNOTATIONS
 
     assert ANNOTATION in SKIPPED_ANNOTATIONS
+
+
+@pytest.mark.parametrize("kind", ["TFJob", "MXJob", "PaddleJob", "Caffe2Job"])
+def test_every_kind_has_its_pods_watched(kind):
+    """The watcher selects pods by each profile's wake_label: every pod a profile creates must
+    carry it, or that kind's jobs would only move at the safety-net poll."""
+    from test_plan_status import caffe2job, created, mxjob, paddlejob, tfjob
+    from training_jobs.registry import PROFILES
+    from training_wake.signature import JOB_KINDS, POD_SELECTORS
+
+    job = {
+        "TFJob": lambda: tfjob([("Worker", 2)]),
+        "MXJob": lambda: mxjob([("Scheduler", 1), ("Server", 1), ("Worker", 1)]),
+        "PaddleJob": lambda: paddlejob([("worker", 2)]),
+        "Caffe2Job": lambda: caffe2job(2),
+    }[kind]()
+    _, observed = created(job)
+    profile = PROFILES[kind]
+    assert observed["pods"], kind
+    for p in observed["pods"]:
+        assert profile.wake_label in p["metadata"]["labels"]
+        assert job_of(p) is not None
+    assert profile.wake_label in POD_SELECTORS
+    assert (profile.api_version, kind) in JOB_KINDS

@@ -165,6 +165,10 @@ class Profile:
                     raise InvalidJob(f"{g.rtype} container {c.get('name')!r} has no image: set one")
 
     # --- naming and labels -------------------------------------------------------------------
+    # A label key every pod of this kind carries, whatever its job: the companion's wake watcher
+    # watches pods that have it (lib/training_wake).
+    wake_label = "training.kubeflow.org/operator-name"
+
     def controller_name(self) -> str:
         return f"{self.kind.lower()}-controller"
 

@@ -47,6 +47,8 @@ class Caffe2Profile(Profile):
         if btype == "nfs" and not backend.get("nfsPath"):
             raise InvalidJob("an nfs backend needs backendSpecs.nfsPath")
 
+    wake_label = "caffe2_job_key"
+
     def selector_for(self, name, namespace):
         return {"group_name": "kubeflow.org", "caffe2_job_key": f"{namespace}-{name}"}
 
