@@ -150,9 +150,11 @@ def _counts(profile: Profile, job: Job, p: _Pass, recreating: set[str]) -> dict[
         c = counts[g.rtype]
         ph = podlib.phase(pod)
         if ph == "Running":
-            # A Running pod that is being deleted (lost node) counts as failed, as upstream.
+            # A Running pod that is being deleted (a lost node, someone's kubectl delete) is a
+            # replica being replaced: pending until it is gone and created again, or force-deleted
+            # if it never goes (#2072). Upstream counted it failed, which failed the job.
             if podlib.terminating(pod):
-                c.failed += 1
+                c.pending += 1
             else:
                 c.active += 1
         elif ph == "Succeeded":

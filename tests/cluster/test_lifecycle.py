@@ -361,3 +361,26 @@ def test_a_finished_pod_wakes_its_job_without_waiting_for_the_poll():
     assert time.monotonic() - done < 10
     annotations = job(name)["metadata"].get("annotations") or {}
     assert annotations.get("training.ato.dev/pod-signature") == "Succeeded=1"
+
+
+def test_pod_stuck_terminating_is_force_deleted_and_recreated():
+    """Upstream #2072: a pod that never finishes terminating (its kubelet is gone) would keep
+    its replica from coming back. Once its grace period plus 30 s are over, the operator
+    force-deletes it and creates the replica again."""
+    worker = template()
+    worker["template"]["metadata"]["annotations"]["sim.training.ato.dev/stuck-terminating"] = "true"
+    worker["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    name = tfjob(unique("stuck"), {"Worker": worker})
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    pod_name = f"{name}-worker-0"
+    before = pod(pod_name)
+    kubectl("delete", "pod", "-n", NS, pod_name, "--wait=false")
+    time.sleep(3)
+    assert pod(pod_name)["metadata"].get("deletionTimestamp"), "KWOK keeps the pod Terminating"
+    wait_for(
+        lambda: (p := pod(pod_name)) and p["metadata"]["uid"] != before["metadata"]["uid"],
+        timeout=60,
+        interval=1,
+        what=f"{pod_name} force-deleted and recreated",
+    )
+    assert "ForceDeletePod" in event_reasons(name)
