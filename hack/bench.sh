@@ -3,7 +3,8 @@
 # Ansible floor, this operator run as `make run` runs it, and training-operator, one after the
 # other; results (JSON, markdown, plots) in results/bench/<UTC time>/ unless --out is given.
 #
-#   hack/bench.sh [--profile full|tfjob|smoke] [--targets floor,ours,upstream] [--out DIR] [--keep-cluster]
+#   hack/bench.sh [--profile full|tfjob|smoke] [--targets floor,ours,upstream] [--scenarios KIND,mixed]
+#                  [--concurrency N] [--out DIR] [--keep-cluster]
 #
 # Settings read from the environment: MAX_CONCURRENT_RECONCILES, JOB_POLL_SECONDS, JOB_WAKE.
 set -euo pipefail

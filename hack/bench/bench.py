@@ -233,12 +233,13 @@ def run_burst(op: Operator, scenario: str, n: int, index: int) -> dict:
     time.sleep(2)  # the last status writes and events land in the counters
     after = op.snapshot()
     writes_after = apiserver_writes()
-    peak = op.sampler.peak_rss
+    peak, peak_pss = op.sampler.peak_rss, op.sampler.peak_pss
     tracker.stop()
     result = summarize(
         op, ns, scenario, n, plan, submitted, tracker, before, after, writes_before, writes_after, t0
     )
     result["peak_rss_mib"] = round(peak / 2**20, 1)
+    result["peak_pss_mib"] = round(peak_pss / 2**20, 1)
     kubectl("delete", "namespace", ns, "--wait=true", "--timeout=300s", check=False)
     log(
         f"{op.name} {scenario} x{n}: done {result['finished']}/{n}, "
@@ -277,6 +278,7 @@ def summarize(
     op, ns, scenario, n, plan, submitted, tr, before, after, writes_before, writes_after, t0
 ) -> dict:
     create_to_pods, create_to_running, finish_to_condition, create_to_done = [], [], [], []
+    create_to_pods_running = []
     last_pod_created = t0
     for _, name in plan:
         t_sub = submitted.get(name)
@@ -284,6 +286,9 @@ def summarize(
         if t_sub is not None and len(added) >= REPLICAS:
             create_to_pods.append(max(added.values()) - t_sub)
             last_pod_created = max(last_pod_created, max(added.values()))
+        running = tr.pod_running.get(name, {})
+        if t_sub is not None and len(running) >= REPLICAS:
+            create_to_pods_running.append(max(running.values()) - t_sub)
         if t_sub is not None and name in tr.job_running:
             create_to_running.append(tr.job_running[name] - t_sub)
         finished = tr.pod_finished.get(name, {})
@@ -312,6 +317,7 @@ def summarize(
         "succeeded": sum(1 for _, s in tr.job_done.values() if s == "Succeeded"),
         "create_to_pods": measure.quantiles(create_to_pods),
         "create_to_running": measure.quantiles(create_to_running),
+        "create_to_pods_running": measure.quantiles(create_to_pods_running),
         "finish_to_condition": measure.quantiles(finish_to_condition),
         "create_to_done": measure.quantiles(create_to_done),
         "all_pods_created_s": all_pods_s,
@@ -440,8 +446,11 @@ def main() -> None:
     parser.add_argument("--targets", default="floor,ours,upstream")
     parser.add_argument("--out", required=True)
     parser.add_argument("--concurrency", default=os.environ.get("MAX_CONCURRENT_RECONCILES", "2"))
+    parser.add_argument("--scenarios", help="comma-separated kinds and/or 'mixed' (default: the profile's)")
     args = parser.parse_args()
-    profile = PROFILES[args.profile]
+    profile = dict(PROFILES[args.profile])
+    if args.scenarios:
+        profile["scenarios"] = args.scenarios.split(",")
     targets = args.targets.split(",")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -153,6 +153,7 @@ class ProcessSampler:
         self.interval = interval
         self.tick = os.sysconf("SC_CLK_TCK")
         self.peak_rss = 0
+        self.peak_pss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -187,22 +188,31 @@ class ProcessSampler:
         ticks = sum(sum(int(x) for x in f[11:15]) for f in self._tree().values())
         return ticks / self.tick
 
-    def rss_bytes(self) -> int:
-        total = 0
+    def memory_bytes(self) -> tuple[int, int]:
+        """(RSS, PSS) summed over the tree. RSS counts pages a forked Ansible worker shares with
+        its parent once per process; PSS divides shared pages among their sharers, so the PSS
+        sum is what the tree really occupies (what a container memory limit sees, roughly)."""
+        rss = pss = 0
         for pid in self._tree():
             try:
-                with open(f"/proc/{pid}/status") as f:
+                with open(f"/proc/{pid}/smaps_rollup") as f:
                     for line in f:
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1]) * 1024
-                            break
+                        if line.startswith("Rss:"):
+                            rss += int(line.split()[1]) * 1024
+                        elif line.startswith("Pss:"):
+                            pss += int(line.split()[1]) * 1024
             except OSError:
                 continue
-        return total
+        return rss, pss
+
+    def rss_bytes(self) -> int:
+        return self.memory_bytes()[0]
 
     def _run(self):
         while not self._stop.is_set():
-            self.peak_rss = max(self.peak_rss, self.rss_bytes())
+            rss, pss = self.memory_bytes()
+            self.peak_rss = max(self.peak_rss, rss)
+            self.peak_pss = max(self.peak_pss, pss)
             time.sleep(self.interval)
 
     def start(self) -> ProcessSampler:
@@ -211,6 +221,7 @@ class ProcessSampler:
 
     def reset_peak(self) -> None:
         self.peak_rss = 0
+        self.peak_pss = 0
 
     def stop(self) -> None:
         self._stop.set()
