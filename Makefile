@@ -81,7 +81,7 @@ e2e: tools ## Against the cluster: harness checks, admission tests, molecule wit
 	hack/test.sh e2e
 
 .PHONY: bench
-bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator (about an hour)
+bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator (about 35 min)
 	hack/bench.sh --profile full
 
 .PHONY: bench-smoke
@@ -99,7 +99,7 @@ clean: cluster-down ## Delete the local cluster, bin/ links and the venv (the bu
 .PHONY: help
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-	  /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } \
+	  /^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } \
 	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 include make/ship.mk
