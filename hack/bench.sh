@@ -29,7 +29,7 @@ if [ -z "$out" ]; then
 fi
 
 # An operator already running on this machine holds the runtime's fixed ports (8888, 5050).
-if curl -fsS --noproxy '*' -o /dev/null http://127.0.0.1:6789/readyz 2>/dev/null; then
+if (exec 3<>/dev/tcp/127.0.0.1/6789) 2>/dev/null; then
   log "an operator is already running here (127.0.0.1:6789): stop it first"; exit 1
 fi
 targets=$(printf '%s\n' "${args[@]}" | sed -n '/^--targets$/{n;p}')

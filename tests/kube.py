@@ -46,14 +46,28 @@ def wait_for(predicate, timeout: float = 30, interval: float = 0.5, what: str = 
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def namespace_fixture(name: str):
-    """A module-scoped autouse fixture: the namespace exists for the module's tests, then goes."""
+def namespace_fixture(name: str, before=None):
+    """A module-scoped autouse fixture: the namespace exists for the module's tests, then goes.
+    ``before`` (no arguments) runs first, e.g. to install a CRD the module needs."""
     import pytest
 
     @pytest.fixture(scope="module", autouse=True)
     def namespace():
+        if before:
+            before()
         kubectl("create", "namespace", name, check=False)
         yield name
         kubectl("delete", "namespace", name, "--wait=false", check=False)
 
     return namespace
+
+
+def install_crd(path: str, name: str) -> None:
+    """Apply a CRD file and wait until the API server serves it."""
+    kubectl("apply", "--server-side", "-f", path)
+    kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+
+
+def job_pods(namespace: str, job: str) -> list[dict]:
+    """The pods of a Kubeflow-labelled job."""
+    return get("pods", "-n", namespace, "-l", f"training.kubeflow.org/job-name={job}")["items"]

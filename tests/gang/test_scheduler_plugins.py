@@ -10,7 +10,7 @@ import os
 import subprocess
 
 import pytest
-from kube import ROOT, get, kubectl, wait_for
+from kube import ROOT, install_crd, job_pods, kubectl, namespace_fixture, wait_for
 
 pytestmark = pytest.mark.gang_plugins
 
@@ -24,28 +24,26 @@ def versions() -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def namespace():
+def scheduler_plugins_crd() -> None:
+    """scheduler-plugins' own PodGroup CRD, from its Go module source."""
     version = os.environ.get("SCHEDULER_PLUGINS_VERSION") or versions()["SCHEDULER_PLUGINS_VERSION"]
     module = subprocess.run(
         ["go", "mod", "download", "-json", f"sigs.k8s.io/scheduler-plugins@{version}"],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "GOFLAGS": "-mod=mod"},
     )
     crd = os.path.join(
         json.loads(module.stdout)["Dir"], "config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
     )
-    kubectl("apply", "--server-side", "-f", crd)
-    kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=60s")
-    kubectl("create", "namespace", NS, check=False)
-    yield NS
-    kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    install_crd(crd, "podgroups.scheduling.x-k8s.io")
+
+
+namespace = namespace_fixture(NS, before=scheduler_plugins_crd)
 
 
 def pods(job):
-    return get("pods", "-n", NS, "-l", f"training.kubeflow.org/job-name={job}")["items"]
+    return job_pods(NS, job)
 
 
 def test_pod_group_and_pods_for_coscheduling():

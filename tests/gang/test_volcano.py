@@ -9,24 +9,23 @@ import time
 from pathlib import Path
 
 import pytest
-from kube import get, kubectl, wait_for
+from kube import get, install_crd, job_pods, kubectl, namespace_fixture, wait_for
 
 pytestmark = pytest.mark.gang
 
 NS = "ato-gang"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def namespace():
-    kubectl("apply", "-f", str(Path(__file__).with_name("volcano-podgroup-crd.yaml")))
-    kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.volcano.sh", "--timeout=60s")
-    kubectl("create", "namespace", NS, check=False)
-    yield NS
-    kubectl("delete", "namespace", NS, "--wait=false", check=False)
+namespace = namespace_fixture(
+    NS,
+    before=lambda: install_crd(
+        str(Path(__file__).with_name("volcano-podgroup-crd.yaml")), "podgroups.scheduling.volcano.sh"
+    ),
+)
 
 
 def pods(job):
-    return get("pods", "-n", NS, "-l", f"training.kubeflow.org/job-name={job}")["items"]
+    return job_pods(NS, job)
 
 
 def test_pods_wait_for_volcano_to_admit_the_gang():
