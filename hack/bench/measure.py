@@ -205,9 +205,6 @@ class ProcessSampler:
                 continue
         return rss, pss
 
-    def rss_bytes(self) -> int:
-        return self.memory_bytes()[0]
-
     def _run(self):
         while not self._stop.is_set():
             rss, pss = self.memory_bytes()

@@ -292,7 +292,6 @@ def _reconcile_pods(
                 p.event("Warning", "Evicted", f"Pod {job.namespace}/{name} was evicted: recreating it")
                 p.delete_obj(pod)
                 p.recreating.append(_ref(pod))
-                p.requeue_in(WAIT_SECONDS)
             elif podlib.should_recreate(g, pod, profile.default_container):
                 recreating.add(name)
                 code = podlib.exit_code(pod, profile.default_container)
@@ -302,9 +301,6 @@ def _reconcile_pods(
                 p.recreating.append(_ref(pod))
                 p.restart_count += 1 + podlib.container_restarts(pod)
                 p.restarted_pods += 1
-                # Nothing reconciles the job when a pod is gone (the runtime does not watch pods):
-                # the next pass, which creates the replacement, is asked for here.
-                p.requeue_in(WAIT_SECONDS)
             elif g.restart_policy != "Never":
                 live_restarts += podlib.container_restarts(pod)
             if profile.wants_services(job):
@@ -319,6 +315,10 @@ def _reconcile_pods(
     for name, svc in sorted(p.services.items()):
         if name not in wanted_services and profile.replica_index(svc) is not None:
             p.delete_obj(svc)
+    if p.recreating:
+        # Nothing reconciles the job when a pod is gone (the runtime does not watch pods): the
+        # next pass, which creates the replacements, is asked for here.
+        p.requeue_in(WAIT_SECONDS)
     if p.restart_count:
         p.status["restartCount"] = p.restart_count
     return recreating, p.restart_count + live_restarts

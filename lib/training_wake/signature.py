@@ -27,7 +27,7 @@ from training_jobs.registry import PROFILES
 
 ANNOTATION = "training.ato.dev/pod-signature"
 # The job kinds, from the framework profiles: a fifth framework is woken without a change here.
-JOB_KINDS = {(p.api_version, p.kind): p.kind.lower() + "s" for p in PROFILES.values()}
+JOB_KINDS = frozenset((p.api_version, p.kind) for p in PROFILES.values())
 # Label selectors ("key exists") that together match every pod of every kind.
 POD_SELECTORS = tuple(sorted({p.wake_label for p in PROFILES.values()}))
 # Waiting reasons of a container that is simply starting: not worth a reconcile.

@@ -16,9 +16,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from training_kube.client import ApiError, Client
+from training_kube.client import ApiError, Client, resource_path
 
-from training_wake.signature import ANNOTATION, JOB_KINDS, POD_SELECTORS, JobKey, PodIndex
+from training_wake.signature import ANNOTATION, POD_SELECTORS, JobKey, PodIndex
 
 log = logging.getLogger("training_wake")
 
@@ -100,7 +100,7 @@ class Watcher:
             if self.written.get(job) == sig:
                 continue
             api_version, kind, namespace, name = job
-            path = f"/apis/{api_version}/namespaces/{namespace}/{JOB_KINDS[(api_version, kind)]}/{name}"
+            path = resource_path(api_version, kind, namespace, name)
             try:
                 self.client.request(
                     "PATCH",
