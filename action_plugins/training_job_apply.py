@@ -4,13 +4,21 @@ In order: create the planned objects, delete the planned ones, write the job's s
 subresource (only when the plan has a new status), record the plan's events on the job, delete
 the job itself when its TTL has run out, and count the plan's metrics. Nothing is decided here.
 
-If the API server refuses some of the job's objects as invalid or forbidden, the engine's
-``rejected_plan`` (pure, like the filter) turns the pass into a failure of the job, and that
-plan is applied at once: the job fails with the API's reason and what this pass created is
-deleted, so no half-created job is left behind.
+If the API server refuses some of the job's objects as invalid (400, 422: they can never be
+created as written), the engine's ``rejected_plan`` (pure, like the filter) turns the pass into a
+failure of the job, and that plan is applied at once: the job fails with the API's reason and
+what this pass created is deleted, so no half-created job is left behind. Any other refusal (a
+ResourceQuota's 403, an admission webhook, 429, 5xx) is transient: what was created stays, a
+``FailedCreate<Kind>`` Warning is recorded once per job and cause, and the pass asks to be run
+again after the plan's ``create_retry_after``, which creates what is still missing.
+
+The status patch carries the job's ``resourceVersion``: if the job changed since it was read (a
+stale cache), the API server answers 409, nothing is counted, and the job is planned again from a
+fresh read a second later. A status the API server refuses as invalid is replaced by the engine's
+``refused_status_plan`` (a Failed condition with the reason) instead of being retried unchanged.
 
 Argument ``plan``, the filter's result:
-  ``job``: ``{apiVersion, kind, name, namespace, uid, framework}`` of the job;
+  ``job``: ``{apiVersion, kind, name, namespace, uid, resourceVersion, framework}`` of the job;
   ``apply``: whether there is anything to write at all (nothing is sent otherwise);
   ``create``: objects to create (already-existing ones are left alone);
   ``patch``: objects whose ``spec`` is merged into the existing object (a PodGroup's gang size);
@@ -22,11 +30,13 @@ Argument ``plan``, the filter's result:
   ``delete_job``: delete the job (its TTL after finishing has passed);
   ``metrics``: ``{counter: n}`` for the job counters (``training_metrics``): counted once the
   status that records them is written (``deleted``: once the job is deleted);
-  ``requeue_after``: passed through for the requeue task.
+  ``requeue_after``: passed through for the requeue task;
+  ``create_retry_after``: the requeue instead, when a create was refused for now.
 
-Returns ``created``, ``deleted`` (names), ``rejected`` (objects the API server refused:
-``{kind, name, status, message}``), ``status_written``, ``requeue_after`` and ``changed``.
-Transient API errors fail the task, so ansible-operator retries the reconcile with backoff.
+Returns ``created``, ``deleted`` (names), ``rejected`` (objects the API server refused as
+invalid: ``{kind, name, status, message}``), ``deferred`` (those refused for now), ``status_written``,
+``requeue_after`` and ``changed``. Other API errors (the API server unreachable, a 5xx on a delete)
+fail the task, so ansible-operator retries the reconcile with backoff.
 """
 
 from __future__ import annotations
@@ -40,13 +50,15 @@ from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
-from training_jobs.plan import rejected_plan
+from training_jobs.plan import refused_status_plan, rejected_plan
 from training_kube.client import ApiError, Client, resource_path
 from training_metrics.report import report
 
 REPORTING_COMPONENT = "ansible-training-operator"
-# API answers that retrying will not change: the object itself is refused.
-PERMANENT = {400, 403, 422}
+# API answers that retrying will not change: the object itself is invalid.
+PERMANENT = {400, 422}
+# The job changed since it was read: plan again from a fresh read.
+CONFLICT_RETRY = "1s"
 
 
 def _plain(value):
@@ -64,11 +76,11 @@ def _plain(value):
     return str(value)
 
 
-def event_object(job: dict, event: dict, now: str) -> dict:
+def event_object(job: dict, event: dict, now: str, name: str = "") -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{job['name']}.{secrets.token_hex(8)}", "namespace": job["namespace"]},
+        "metadata": {"name": name or f"{job['name']}.{secrets.token_hex(8)}", "namespace": job["namespace"]},
         "involvedObject": {
             "apiVersion": job["apiVersion"],
             "kind": job["kind"],
@@ -100,18 +112,22 @@ class ActionModule(ActionBase):
         client = Client()
         try:
             done = _apply(client, plan)
-            if done["rejected"]:
+            if done["rejected"] or done["status_refused"]:
                 now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 job = plan["job"]
                 path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
                 cr = client.request("GET", path)
-                failure = rejected_plan(cr, plan, done["rejected"], now)
+                if done["rejected"]:
+                    failure = rejected_plan(cr, plan, done["rejected"], now)
+                else:
+                    failure = refused_status_plan(cr, plan, done["status_refused"], now)
                 undone = _apply(client, failure)
                 done = {
                     **undone,
                     "created": done["created"],
                     "deleted": done["deleted"] + undone["deleted"],
                     "rejected": done["rejected"],
+                    "deferred": done["deferred"],
                 }
                 plan = failure
         except (ApiError, OSError) as err:
@@ -121,18 +137,23 @@ class ActionModule(ActionBase):
         warning = done.pop("metrics_warning")
         if warning:
             result["warnings"] = [*result.get("warnings", []), warning]
+        requeue = plan.get("requeue_after") or ""
+        if done.pop("conflict"):
+            requeue = CONFLICT_RETRY
+        elif done["deferred"] and plan.get("create_retry_after"):
+            requeue = plan["create_retry_after"]
         return {
             **result,
             **done,
             "changed": bool(done["created"] or done["deleted"] or done["status_written"]),
-            "requeue_after": plan.get("requeue_after") or "",
+            "requeue_after": requeue,
         }
 
 
 def _apply(client: Client, plan: dict) -> dict:
     """Write one plan; see the module docstring. Raises ApiError on transient errors."""
     job = plan["job"]
-    created, deleted, rejected = [], [], []
+    created, deleted, rejected, deferred = [], [], [], []
     job_deleted = False
     for obj in plan.get("create") or []:
         meta = obj["metadata"]
@@ -143,12 +164,13 @@ def _apply(client: Client, plan: dict) -> dict:
         except ApiError as err:
             if err.status == 409:
                 continue
-            if err.status in PERMANENT:
-                rejected.append(
-                    {"kind": obj["kind"], "name": meta["name"], "status": err.status, "message": err.message}
-                )
-                continue
-            raise
+            refusal = {
+                "kind": obj["kind"],
+                "name": meta["name"],
+                "status": err.status,
+                "message": err.message,
+            }
+            (rejected if err.status in PERMANENT else deferred).append(refusal)
     for obj in plan.get("patch") or []:
         meta = obj["metadata"]
         path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
@@ -165,21 +187,25 @@ def _apply(client: Client, plan: dict) -> dict:
             if err.status != 404:
                 raise
     job_path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
-    status_written = False
+    status_written, conflict, status_refused = False, False, ""
     # A plan without a new status carries null; only a mapping is a status to write.
     if isinstance(plan.get("status"), dict) and plan["status"] and not rejected:
+        patch = {"status": plan["status"]}
+        if job.get("resourceVersion"):
+            patch["metadata"] = {"resourceVersion": job["resourceVersion"]}
         try:
-            client.request(
-                "PATCH",
-                job_path + "/status",
-                {"status": plan["status"]},
-                content_type="application/merge-patch+json",
-            )
+            client.request("PATCH", job_path + "/status", patch, content_type="application/merge-patch+json")
             status_written = True
         except ApiError as err:
-            if err.status != 404:
+            if err.status == 409:
+                conflict = True
+            elif err.status in PERMANENT:
+                status_refused = err.message
+            elif err.status != 404:
                 raise
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for refusal in deferred:
+        _record_once(client, job, refusal, now)
     done = set(created) | set(deleted)
     for event in plan.get("events") or []:
         # An event about a create or delete is only true if that write happened here
@@ -209,6 +235,23 @@ def _apply(client: Client, plan: dict) -> dict:
         "created": created,
         "deleted": deleted,
         "rejected": rejected,
+        "deferred": deferred,
         "status_written": status_written,
+        "status_refused": status_refused,
+        "conflict": conflict,
         "metrics_warning": report(job, counted),
     }
+
+
+def _record_once(client: Client, job: dict, refusal: dict, now: str) -> None:
+    """A ``FailedCreate<Kind>`` Warning, once per job, kind and HTTP status: the event's name is
+    derived from them, so the API server's 409 says it was already recorded."""
+    reason = f"FailedCreate{refusal['kind']}"
+    name = f"{job['name']}.{reason.lower()}.{refusal['status']}.{job.get('uid', '')[:8]}".rstrip(".")
+    message = f"Error creating: {refusal['message']} (will retry)"
+    event = event_object(job, {"type": "Warning", "reason": reason, "message": message}, now, name=name)
+    try:
+        client.request("POST", resource_path("v1", "Event", job["namespace"]), event)
+    except ApiError as err:
+        if err.status in (500, 503):
+            raise

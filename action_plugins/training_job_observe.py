@@ -7,7 +7,9 @@ process and no kubernetes client import, which is most of a task's cost.
 Arguments: ``namespace``, ``selector`` (label map), ``kinds`` (list of ``{apiVersion, kind,
 key[, cluster]}``; ``key`` names the list in the result; ``cluster: true`` lists a cluster-scoped
 kind whole, without the selector). A kind the cluster does not serve (a PodGroup CRD that is not
-installed) reads as empty.
+installed) reads as empty. ``nodes_of_terminating_pods``: also read the node of every listed pod
+that is being deleted, into ``nodes`` (a node that does not exist is left out), so the engine can
+tell a lost node from a slow kubelet; no pod is terminating on most passes, and then nothing is read.
 Returns: ``objects`` - a map from each ``key`` to the objects found.
 """
 
@@ -20,7 +22,7 @@ from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
-from training_kube.client import ApiError, Client
+from training_kube.client import ApiError, Client, resource_path
 
 
 class ActionModule(ActionBase):
@@ -46,8 +48,26 @@ class ActionModule(ActionBase):
                     if err.status != 404:
                         raise
                     objects[spec["key"]] = []
+            if args.get("nodes_of_terminating_pods"):
+                objects["nodes"] = _nodes_of_terminating(client, objects.get("pods") or [])
         except (ApiError, OSError) as err:
             return {**result, "failed": True, "msg": f"reading the job's objects failed: {err}"}
         finally:
             client.close()
         return {**result, "changed": False, "objects": objects}
+
+
+def _nodes_of_terminating(client: Client, pods: list[dict]) -> list[dict]:
+    names = {
+        (pod.get("spec") or {}).get("nodeName")
+        for pod in pods
+        if (pod.get("metadata") or {}).get("deletionTimestamp")
+    }
+    nodes = []
+    for name in sorted(n for n in names if n):
+        try:
+            nodes.append(client.request("GET", resource_path("v1", "Node", None, name), owner=False))
+        except ApiError as err:
+            if err.status != 404:
+                raise
+    return nodes

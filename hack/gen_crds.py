@@ -293,8 +293,18 @@ def job_status(kind: str, extra: dict[str, Schema] | None = None) -> Schema:
             "Pod restarts counted against spec.runPolicy.backoffLimit, including those of pods that were "
             "replaced."
         ),
+        "evictionCount": integer(
+            "Pods evicted or disrupted and recreated; counted against spec.runPolicy.backoffLimit (6 when unset)."
+        ),
+        "countedPods": {
+            "description": "UIDs of failed or evicted pods already counted in restartCount or evictionCount, "
+            "so a stale read never counts one twice; kept by the operator while those pods exist.",
+            "type": "array",
+            "maxItems": 10000,
+            "items": {"type": "string", "maxLength": 64, "description": "A pod UID."},
+        },
         "startTime": timestamp(
-            "When the operator first started the job (reset when a suspended job resumes)."
+            "When the job's pods could first start: after gang admission, reset when a suspended job resumes."
         ),
         "completionTime": timestamp("When the job succeeded or failed."),
         "lastReconcileTime": timestamp("When the operator last held the job back (gang scheduling)."),

@@ -26,7 +26,7 @@ from training_jobs import conditions as cond
 from training_jobs import gang, tensorboard
 from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
-from training_jobs.model import Job
+from training_jobs.model import InvalidJob, Job
 from training_jobs.profiles.base import Context, Counts, Outcome, Profile
 from training_jobs.registry import PROFILES, profile_for
 
@@ -39,12 +39,28 @@ WAIT_SECONDS = 2
 # A pod still Terminating this long after its deletion deadline is on a lost node (#2072): it is
 # force-deleted so its replica can be created again.
 LOST_POD_GRACE_SECONDS = 30
+# Without a backoffLimit, a job whose pods are evicted this often fails instead of looping: the
+# default backoffLimit of a Kubernetes Job, which counts evictions too.
+DEFAULT_EVICTION_LIMIT = 6
+# A recreated object the API server refused for now (quota, webhook, throttling): try again.
+CREATE_RETRY_SECONDS = 10
+# Pod problems remembered in the status (reportedPodProblems): far below the CRD's maxItems, so
+# the status of a job with hundreds of failing pods can always be written.
+MAX_REPORTED_PROBLEMS = 100
+STATUS_TIMES = ("startTime", "completionTime", "lastReconcileTime")
+# runPolicy.managedBy values this operator runs; any other manager (Kueue's MultiKueue) owns the job.
+OWN_MANAGERS = ("", "kubeflow.org/training-operator")
 
 
 def parse_time(value: str | None) -> datetime | None:
+    """An RFC 3339 time, or None when unset or malformed (a status someone else wrote)."""
     if not value:
         return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def fmt_time(value: datetime) -> str:
@@ -89,13 +105,48 @@ class _Pass:
         self.recreating: list[dict[str, Any]] = []
         self.old_status = dict(cr.get("status") or {})
         self.status = dict(self.old_status.items())
+        for key in STATUS_TIMES:
+            # A malformed time is dropped and set again, instead of failing every pass.
+            if key in self.status and parse_time(self.status[key]) is None:
+                del self.status[key]
         self.conditions = list(self.status.get("conditions") or [])
         # Restarts of pods that are gone: kept in the status so backoffLimit sees every one.
         self.restart_count = int(self.status.get("restartCount") or 0)
+        self.evictions = int(self.status.get("evictionCount") or 0)
+        # UIDs of pods already counted as a restart or an eviction: a stale pod cache shows a
+        # deleted pod again, and it must not be counted twice.
+        self.counted_pods = set(self.status.get("countedPods") or [])
         # Failed pods deleted in this pass to be recreated under their restart policy.
         self.restarted_pods = 0
+        # Nodes of terminating pods, by name; None when the observe step did not read them.
+        nodes = observed.get("nodes")
+        self.nodes = None if nodes is None else {n["metadata"]["name"]: n for n in nodes}
 
     # --- helpers ---------------------------------------------------------------------------
+    def count_once(self, pod: dict[str, Any]) -> bool:
+        """Whether this failed pod is counted now: False if an earlier pass already did."""
+        uid = (pod.get("metadata") or {}).get("uid")
+        if not uid:
+            return True
+        if uid in self.counted_pods:
+            return False
+        self.counted_pods.add(uid)
+        return True
+
+    def keep_counted_pods(self) -> None:
+        """Keep only UIDs of pods still observed, so the list stays as short as the failures."""
+        alive = {(pod.get("metadata") or {}).get("uid") for pod in self.pods.values()}
+        kept = sorted(self.counted_pods & alive)
+        if kept or "countedPods" in self.status:
+            self.status["countedPods"] = kept
+
+    def node_state(self, pod: dict[str, Any]) -> str | None:
+        """Ready, NotReady or Gone for the pod's node; None when nodes were not read."""
+        if self.nodes is None:
+            return None
+        node = (pod.get("spec") or {}).get("nodeName")
+        return problems.node_state(self.nodes.get(node)) if node else None
+
     def event(self, etype: str, why: str, message: str, about: str = "") -> None:
         """Record an event on the job. ``about`` ("Kind/name") ties it to a create or delete, so
         the apply step only records it when that write really happened."""
@@ -149,14 +200,14 @@ def _counts(profile: Profile, job: Job, p: _Pass, recreating: set[str]) -> dict[
         g = by_label[idx[0]]
         c = counts[g.rtype]
         ph = podlib.phase(pod)
-        if ph == "Running":
-            # A Running pod that is being deleted (a lost node, someone's kubectl delete) is a
-            # replica being replaced: pending until it is gone and created again, or force-deleted
-            # if it never goes (#2072). Upstream counted it failed, which failed the job.
-            if podlib.terminating(pod):
-                c.pending += 1
-            else:
-                c.active += 1
+        if podlib.terminating(pod):
+            # A pod being deleted (drain, preemption, scale-down, a lost node, kubectl delete) is
+            # a replica being replaced, whatever its phase: since Kubernetes 1.27 the kubelet turns
+            # it Failed (143 after SIGTERM) or Succeeded before the object goes. Upstream counted
+            # it failed, which failed the job (#2072).
+            c.pending += 1
+        elif ph == "Running":
+            c.active += 1
         elif ph == "Succeeded":
             c.succeeded += 1
         elif ph == "Failed":
@@ -277,11 +328,13 @@ def _reconcile_pods(
                         p.events.append(warning)
                     p.create_obj(desired)
             elif podlib.terminating(pod):
-                if problems.lost_pod(pod, p.now, LOST_POD_GRACE_SECONDS):
+                node = p.node_state(pod)
+                if problems.lost_pod(pod, p.now, LOST_POD_GRACE_SECONDS, node):
                     p.event(
                         "Warning",
                         "ForceDeletePod",
-                        f"Pod {job.namespace}/{name} is stuck terminating (lost node?): force-deleting it to recreate the replica",
+                        f"Pod {job.namespace}/{name} is stuck terminating on a node that is {node}: "
+                        "force-deleting it to recreate the replica",
                     )
                     p.delete_obj(pod, force=True)
                     p.requeue_in(1)
@@ -289,18 +342,23 @@ def _reconcile_pods(
                     p.requeue_in(_until_gone(pod, p.now_dt))
             elif problems.evicted(pod):
                 recreating.add(name)
-                p.event("Warning", "Evicted", f"Pod {job.namespace}/{name} was evicted: recreating it")
+                if p.count_once(pod):
+                    p.evictions += 1
+                    p.event("Warning", "Evicted", f"Pod {job.namespace}/{name} was evicted: recreating it")
                 p.delete_obj(pod)
                 p.recreating.append(_ref(pod))
             elif podlib.should_recreate(g, pod, profile.default_container):
                 recreating.add(name)
-                code = podlib.exit_code(pod, profile.default_container)
-                p.event("Normal", "ExitedWithCode", f"Pod: {job.namespace}.{name} exited with code {code}")
+                if p.count_once(pod):
+                    code = podlib.exit_code(pod, profile.default_container)
+                    p.event(
+                        "Normal", "ExitedWithCode", f"Pod: {job.namespace}.{name} exited with code {code}"
+                    )
+                    p.restart_count += 1 + podlib.container_restarts(pod)
+                    p.restarted_pods += 1
                 # The replacement is created on the pass the deletion triggers.
                 p.delete_obj(pod)
                 p.recreating.append(_ref(pod))
-                p.restart_count += 1 + podlib.container_restarts(pod)
-                p.restarted_pods += 1
             elif g.restart_policy != "Never":
                 live_restarts += podlib.container_restarts(pod)
             if profile.wants_services(job):
@@ -321,6 +379,9 @@ def _reconcile_pods(
         p.requeue_in(WAIT_SECONDS)
     if p.restart_count:
         p.status["restartCount"] = p.restart_count
+    if p.evictions:
+        p.status["evictionCount"] = p.evictions
+    p.keep_counted_pods()
     return recreating, p.restart_count + live_restarts
 
 
@@ -330,15 +391,21 @@ def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], n
     profile = profile_for(cr.get("kind", ""))
     kind = cr.get("kind") or profile.kind
     name = (cr.get("metadata") or {}).get("name", "")
+    if _managed_elsewhere(profile, cr):
+        # training-operator's ManagedByExternalController: another controller (Kueue's
+        # MultiKueue) runs the job; this operator creates nothing and writes no status.
+        p.status = p.old_status
+        return _result(p, kind)
     if not cond.find(p.conditions, cond.CREATED):
         p.set_condition(kind, cond.CREATED, cond.TRUE, "Created", f"{kind} {name} is created.")
     try:
         job = profile.job(cr)
         profile.validate(job)
         return _plan_valid(profile, job, p, kind, name)
-    except ValueError as err:
-        # InvalidJob, or a contract that cannot be built from this spec: the job fails with the
-        # reason instead of the reconcile failing (and retrying) forever.
+    except InvalidJob as err:
+        # The job cannot run as written: it fails with the reason instead of the reconcile
+        # failing (and retrying) forever. Any other exception is an engine bug: the task fails
+        # and the runtime retries with backoff, logging it, rather than failing the user's job.
         p = _Pass(cr, observed, config, now)
         message = f"{kind} {name} is invalid: {err}"
         if not cond.find(p.conditions, cond.CREATED):
@@ -347,6 +414,11 @@ def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], n
             p.set_condition(kind, cond.FAILED, cond.TRUE, "FailedValidation", message)
             p.status["completionTime"] = p.status.get("completionTime") or p.now
         return _result(p, kind)
+
+
+def _managed_elsewhere(profile: Profile, cr: dict[str, Any]) -> bool:
+    manager = profile.run_policy(cr.get("spec") or {}).get("managedBy") or ""
+    return manager not in OWN_MANAGERS
 
 
 def _delete_pod_group(job: Job, p: _Pass) -> None:
@@ -380,11 +452,13 @@ def _sync_pod_group(profile: Profile, job: Job, p: _Pass, kind: str) -> bool:
 
 def _report_pod_problems(profile: Profile, p: _Pass) -> None:
     """Warnings on the job for what keeps its pods from running (#1131), each reported once."""
-    pods = list(p.pods.values())
-    seen = set(p.old_status.get("reportedPodProblems") or [])
-    events, new = problems.abnormal_pod_events(pods, profile.default_container, seen)
+    pods = [p.pods[name] for name in sorted(p.pods)]
+    seen = problems.prune_seen(p.old_status.get("reportedPodProblems") or [], pods)
+    events, new = problems.abnormal_pod_events(
+        pods, profile.default_container, seen, limit=MAX_REPORTED_PROBLEMS
+    )
     p.events.extend(events)
-    kept = sorted(problems.prune_seen(seen | new, pods))
+    kept = sorted(seen | new)
     if kept or "reportedPodProblems" in p.status:
         p.status["reportedPodProblems"] = kept
 
@@ -395,9 +469,9 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
     succeeded = cond.is_true(p.conditions, cond.SUCCEEDED)
 
     if finished:
-        counts = _counts(profile, job, p, set())
-        p.status["replicaStatuses"] = _replica_statuses(profile, job, counts, succeeded)
-        p.status.update(profile.status_extras(job, counts, ctx, p.conditions))
+        # The status of a finished job is final: its counts are never recomputed from the pods
+        # the clean-pod policy left, so an operator restart changes nothing.
+        p.status.setdefault("completionTime", p.now)
         _cleanup_finished(profile, job, p, succeeded)
         _delete_pod_group(job, p)
         _ttl(job, p)
@@ -422,7 +496,9 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
     _report_pod_problems(profile, p)
     counts = _counts(profile, job, p, recreating)
     outcome: Outcome = profile.outcome(job, counts, ctx)
-    p.status.setdefault("startTime", p.now)
+    if gang_ready:
+        # The deadline's clock starts when the pods may start, not while the gang is held.
+        p.status.setdefault("startTime", p.now)
     if outcome.state == cond.SUCCEEDED:
         _finish(
             job,
@@ -492,7 +568,12 @@ def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> di
                 "cluster": True,
             },
         ]
-    return {"namespace": meta.get("namespace", ""), "selector": selector, "kinds": kinds}
+    return {
+        "namespace": meta.get("namespace", ""),
+        "selector": selector,
+        "kinds": kinds,
+        "nodes_of_terminating_pods": True,
+    }
 
 
 def rejected_plan(cr: dict[str, Any], previous: dict[str, Any], rejected: list[dict[str, Any]], now: str):
@@ -520,6 +601,33 @@ def rejected_plan(cr: dict[str, Any], previous: dict[str, Any], rejected: list[d
     return result
 
 
+def refused_status_plan(cr: dict[str, Any], previous: dict[str, Any], message: str, now: str):
+    """The API server refused the planned status as invalid (it grew past a schema limit).
+
+    Writing it again would fail again on every pass, leaving the job's status frozen: instead
+    the job fails with the API's reason, in a status that carries only what is needed.
+    """
+    p = _Pass(cr, {}, {}, now)
+    kind = cr.get("kind", "")
+    name = (cr.get("metadata") or {}).get("name", "")
+    p.set_condition(
+        kind,
+        cond.FAILED,
+        cond.TRUE,
+        "Failed",
+        f"{kind} {name} failed: the API server refused its status: {message}",
+    )
+    p.status = {
+        key: value
+        for key, value in p.status.items()
+        if key in ("startTime", "completionTime", "restartCount", "evictionCount")
+    }
+    p.status["completionTime"] = p.status.get("completionTime") or p.now
+    result = _result(p, kind)
+    result["requeue_after"] = ""
+    return result
+
+
 def _limits(job: Job, p: _Pass, kind: str, restarts: int) -> None:
     deadline = job.run_policy.get("activeDeadlineSeconds")
     start = parse_time(p.status.get("startTime"))
@@ -536,7 +644,7 @@ def _limits(job: Job, p: _Pass, kind: str, restarts: int) -> None:
             return
         p.requeue_in(left)
     limit = job.run_policy.get("backoffLimit")
-    if limit is not None and restarts > int(limit):
+    if limit is not None and _past_backoff_limit(restarts + p.evictions, int(limit)):
         _finish(
             job,
             p,
@@ -544,6 +652,21 @@ def _limits(job: Job, p: _Pass, kind: str, restarts: int) -> None:
             "Failed",
             f"Job {job.name} has failed because it has reached the specified backoff limit",
         )
+    elif limit is None and p.evictions >= DEFAULT_EVICTION_LIMIT:
+        _finish(
+            job,
+            p,
+            cond.FAILED,
+            "Failed",
+            f"Job {job.name} has failed because its pods were evicted {p.evictions} times "
+            "(set runPolicy.backoffLimit to allow more)",
+        )
+
+
+def _past_backoff_limit(restarts: int, limit: int) -> bool:
+    """training-operator's ``PastBackoffLimit``: failed once the restarts reach the limit; a
+    limit of 0 fails on the first restart."""
+    return restarts > 0 if limit == 0 else restarts >= limit
 
 
 def _metric_counts(p: _Pass) -> dict[str, int]:
@@ -581,6 +704,7 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
             "name": meta.get("name", ""),
             "namespace": meta.get("namespace", ""),
             "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
             "framework": PROFILES[kind].framework if kind in PROFILES else "",
         },
         "create": p.create,
@@ -589,6 +713,7 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
         "status": p.status if changed else None,
         "events": p.events,
         "requeue_after": f"{math.ceil(min(p.requeue))}s" if p.requeue and not p.delete_job else "",
+        "create_retry_after": f"{CREATE_RETRY_SECONDS}s" if p.create else "",
         "delete_job": p.delete_job,
         "state": cond.current_state(p.conditions),
         "metrics": _metric_counts(p),

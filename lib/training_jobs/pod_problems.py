@@ -100,33 +100,43 @@ def evicted(pod: dict[str, Any]) -> bool:
     return bool(c) and c.get("status") == "True"
 
 
-def lost_pod(
-    pod: dict[str, Any],
-    now: datetime | str,
-    grace_seconds: float,
-    node_exists: bool | None = None,
-) -> bool:
+NODE_READY, NODE_NOT_READY, NODE_GONE = "Ready", "NotReady", "Gone"
+
+
+def node_state(node: dict[str, Any] | None) -> str:
+    """``Ready``, ``NotReady`` or ``Gone`` (``node`` is None: the object does not exist)."""
+    if node is None:
+        return NODE_GONE
+    ready = _condition(node, "Ready")
+    return NODE_READY if ready and ready.get("status") == "True" else NODE_NOT_READY
+
+
+def lost_pod(pod: dict[str, Any], now: datetime | str, grace_seconds: float, node: str | None) -> bool:
     """Whether the pod will never go away by itself, so the engine force-deletes it (issue #2072).
 
-    - Terminating past ``deletionTimestamp + grace_seconds``: the API server sets
-      ``deletionTimestamp`` to the deletion request time *plus* ``deletionGracePeriodSeconds``, so
-      that is already the end of the pod's own grace period; ``grace_seconds`` is the extra time
-      the kubelet gets to confirm. On a lost node nothing ever confirms, the pod stays
-      Terminating, and upstream's job stays ``Restarting`` forever.
-    - ``node_exists is False`` for a pod bound to a node that is not Succeeded or Failed: its node
-      object is gone, nothing will run or finish it. ``None`` (unknown) decides nothing.
+    ``node`` is the :func:`node_state` of the pod's node, or None when it was not read.
+
+    - The node is gone: a bound pod that is not Succeeded or Failed will never run or finish.
+    - The node is NotReady and the pod is Terminating past ``deletionTimestamp + grace_seconds``:
+      the API server sets ``deletionTimestamp`` to the deletion request time *plus*
+      ``deletionGracePeriodSeconds``, so that is already the end of the pod's own grace period;
+      ``grace_seconds`` is the extra time a kubelet gets to confirm. Nothing confirms on a lost
+      node, and upstream's job stays ``Restarting`` forever.
+    - A pod on a Ready node is never lost, however long it takes: its kubelet is still stopping
+      it, and a force delete would let the replacement run beside the old containers.
 
     The engine deletes such a pod with ``gracePeriodSeconds: 0`` so the replica can be recreated.
     """
-    meta = _meta(pod)
-    deleting = _parse_time(meta.get("deletionTimestamp"))
     bound = bool((pod.get("spec") or {}).get("nodeName"))
-    if node_exists is False and bound and _phase(pod) not in ("Succeeded", "Failed"):
-        return True
-    if deleting is None:
+    if not bound or node not in (NODE_GONE, NODE_NOT_READY):
         return False
+    if node == NODE_GONE and (
+        _phase(pod) not in ("Succeeded", "Failed") or _meta(pod).get("deletionTimestamp")
+    ):
+        return True
+    deleting = _parse_time(_meta(pod).get("deletionTimestamp"))
     current = _parse_time(now)
-    if current is None:
+    if deleting is None or current is None:
         return False
     return current > deleting + timedelta(seconds=float(grace_seconds or 0))
 
@@ -161,7 +171,7 @@ def _container_events(pod: dict[str, Any]) -> Iterable[tuple[str, str, str]]:
 
 
 def abnormal_pod_events(
-    pods: Iterable[dict[str, Any]], default_container: str, seen: Iterable[str]
+    pods: Iterable[dict[str, Any]], default_container: str, seen: Iterable[str], limit: int | None = None
 ) -> tuple[list[dict[str, Any]], set[str]]:
     """Warnings for what keeps a job's pods from running (upstream ``RecordAbnormalPods``, #1131).
 
@@ -186,6 +196,11 @@ def abnormal_pod_events(
     noise ``ContainersNotReady``). ``default_container`` is accepted for symmetry with
     :func:`exit_code_events`; all containers are checked.
 
+    ``limit`` bounds ``seen`` plus the new keys: the set lives in the job's status, which must
+    stay small enough to be written (a 500-worker job with a missing image has 500 problems).
+    Problems beyond it are not reported until reported ones go with their pods; the first ones
+    already tell the user what is wrong.
+
     Returns the events and the keys to add to ``seen``.
     """
     known = set(seen or ())
@@ -195,6 +210,8 @@ def abnormal_pod_events(
     def report(pod: dict[str, Any], container: str, reason: str, message: str) -> None:
         key = pod_key(pod, container, reason)
         if key in known or key in added:
+            return
+        if limit is not None and len(known) + len(added) >= limit:
             return
         added.add(key)
         events.append({"type": "Warning", "reason": reason, "message": message})

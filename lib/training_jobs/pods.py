@@ -22,9 +22,14 @@ UNKNOWN_EXIT_CODE = 0xBEEF
 
 
 def _merge_env(existing: list[dict[str, Any]], added: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Append the contract's env; a variable the user already set keeps the user's value."""
-    names = {e.get("name") for e in existing}
-    return existing + [e for e in added if e["name"] not in names]
+    """Append the contract's env; it wins over a variable of the same name in the template.
+
+    Upstream appends its variables after the user's, and the kubelet takes the last of two
+    entries with one name: ``TF_CONFIG`` and the rest always describe the job as it is. The
+    user's entry is dropped rather than left first, so the pod spec says what the pod gets.
+    """
+    names = {e["name"] for e in added}
+    return [e for e in existing if e.get("name") not in names] + added
 
 
 def desired_pod(

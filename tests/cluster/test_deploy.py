@@ -42,6 +42,7 @@ EXPECTED_IN_JOB_NAMESPACE = {
     ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "create", "patch", "delete"},
     ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch", "delete"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
+    ("", "nodes"): {"get", "list", "watch"},
     ("", "events"): {"create"},
     # Metrics endpoint authentication and authorization (--metrics-require-rbac).
     ("authentication.k8s.io", "tokenreviews"): {"create"},
@@ -208,7 +209,7 @@ def test_can_do_what_it_does(verb, resource):
         ("create", "tfjobs.kubeflow.org"),
         ("update", "mxjobs.kubeflow.org/status"),
         ("create", "pods/exec"),
-        ("list", "nodes"),
+        ("update", "nodes"),
         ("update", "deployments.apps"),
         ("create", "priorityclasses.scheduling.k8s.io"),
         ("create", "customresourcedefinitions.apiextensions.k8s.io"),

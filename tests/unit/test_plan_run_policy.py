@@ -58,13 +58,15 @@ def test_deadline_failure_applies_clean_pod_policy_all():
 
 
 def test_backoff_limit_counts_exit_code_recreations():
-    job = tfjob([("Chief", 1), ("Worker", 1, "ExitCode")], runPolicy={"backoffLimit": 1})
+    job = tfjob([("Chief", 1), ("Worker", 1, "ExitCode")], runPolicy={"backoffLimit": 2})
     job, observed, result = running_job(job, {"job-worker-0": failed(137)})
     assert cond.current_state(result["status"]["conditions"]) == cond.RESTARTING
     assert result["status"]["restartCount"] == 1
-    # The replacement fails again: the second restart exceeds backoffLimit 1.
+    # The replacement (a new pod, a new uid) fails again: the second restart reaches backoffLimit 2.
     job["status"] = result["status"]
     observed["pods"] = with_phases(observed["pods"], {"job-worker-0": failed(137)})
+    for pod in observed["pods"]:
+        pod["metadata"]["uid"] = "replacement-" + pod["metadata"]["name"]
     again = plan(job, observed, {}, "2026-11-23T10:00:40Z")
     last = again["status"]["conditions"][-1]
     assert last["type"] == cond.FAILED and "backoff limit" in last["message"]
@@ -375,19 +377,31 @@ def test_pod_problems_are_reported_once():
     assert "ImagePullBackOff" not in [e["reason"] for e in again["events"]]
 
 
-def test_stuck_terminating_pod_is_force_deleted_after_grace():
+def node(name, ready):
+    return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "now", "forced"),
+    [
+        ([node("kwok-node-0", "False")], "2026-11-23T10:00:10Z", False),  # within grace
+        ([node("kwok-node-0", "False")], "2026-11-23T10:01:00Z", True),  # NotReady, past grace
+        ([], "2026-11-23T10:00:10Z", True),  # its node is gone: at once
+        ([node("kwok-node-0", "True")], "2026-11-23T11:00:00Z", False),  # Ready: never on time alone
+        (None, "2026-11-23T11:00:00Z", False),  # nodes not read
+    ],
+)
+def test_stuck_terminating_pod_is_force_deleted_only_when_its_node_is_lost(nodes, now, forced):
     job, observed = created(tfjob(TF_CHIEF))
     pods = with_phases(observed["pods"], {"job-worker-0": ("Running", None, True)})
-    soon = plan(job, {**observed, "pods": pods}, {}, "2026-11-23T10:00:10Z")
-    assert not [r for r in soon["delete"] if r.get("force")]
-    late = plan(job, {**observed, "pods": pods}, {}, "2026-11-23T10:01:00Z")
-    assert {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "name": "job-worker-0",
-        "namespace": "ns",
-        "force": True,
-    } in late["delete"]
+    for pod in pods:
+        pod["spec"]["nodeName"] = "kwok-node-0"
+    seen = {**observed, "pods": pods}
+    if nodes is not None:
+        seen["nodes"] = nodes
+    result = plan(job, seen, {}, now)
+    force = {"apiVersion": "v1", "kind": "Pod", "name": "job-worker-0", "namespace": "ns", "force": True}
+    assert (force in result["delete"]) is forced
 
 
 def test_evicted_pod_is_recreated_even_under_never():

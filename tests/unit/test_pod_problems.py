@@ -15,10 +15,14 @@ from datetime import UTC, datetime
 
 import pytest
 from training_jobs.pod_problems import (
+    NODE_GONE,
+    NODE_NOT_READY,
+    NODE_READY,
     abnormal_pod_events,
     evicted,
     exit_code_events,
     lost_pod,
+    node_state,
     pod_key,
     prune_seen,
 )
@@ -364,53 +368,87 @@ DELETING = {"deletionTimestamp": "2026-11-23T10:00:30Z", "deletionGracePeriodSec
 
 
 @pytest.mark.parametrize(
-    ("case", "the_pod", "now", "node_exists", "lost"),
+    ("case", "the_pod", "now", "node", "lost"),
     [
-        ("a healthy running pod", pod(), "2026-11-23T12:00:00Z", None, False),
-        ("Terminating within its grace period", pod(meta=DELETING), "2026-11-23T10:00:20Z", None, False),
-        # deletionTimestamp already includes deletionGracePeriodSeconds: +60 s extra, not +90.
-        ("Terminating, within the extra 60 s", pod(meta=DELETING), "2026-11-23T10:01:30Z", None, False),
+        ("a healthy running pod on a NotReady node", pod(), "2026-11-23T12:00:00Z", NODE_NOT_READY, False),
         (
-            "#2072: Terminating past deletionTimestamp + 60 s",
+            "Terminating within its grace period, node NotReady",
+            pod(meta=DELETING),
+            "2026-11-23T10:00:20Z",
+            NODE_NOT_READY,
+            False,
+        ),
+        # deletionTimestamp already includes deletionGracePeriodSeconds: +60 s extra, not +90.
+        (
+            "Terminating, within the extra 60 s",
+            pod(meta=DELETING),
+            "2026-11-23T10:01:30Z",
+            NODE_NOT_READY,
+            False,
+        ),
+        (
+            "#2072: Terminating past deletionTimestamp + 60 s on a NotReady node",
             pod(meta=DELETING),
             "2026-11-23T10:01:31Z",
-            None,
+            NODE_NOT_READY,
             True,
         ),
         (
             "a datetime clock works too",
             pod(meta=DELETING),
             datetime(2026, 11, 23, 11, 0, tzinfo=UTC),
-            None,
+            NODE_NOT_READY,
             True,
         ),
-        ("its node object is gone", pod(), "2026-11-23T10:00:00Z", False, True),
+        # Time alone never decides: the kubelet of a Ready node is still stopping the pod.
+        (
+            "Terminating for an hour on a Ready node",
+            pod(meta=DELETING),
+            "2026-11-23T11:00:00Z",
+            NODE_READY,
+            False,
+        ),
+        ("nodes not read: nothing is decided", pod(meta=DELETING), "2026-11-23T11:00:00Z", None, False),
+        ("its node object is gone", pod(), "2026-11-23T10:00:00Z", NODE_GONE, True),
+        ("Terminating on a node that is gone", pod(meta=DELETING), "2026-11-23T10:00:00Z", NODE_GONE, True),
         (
             "Pending and bound to a node that is gone",
             pod(phase="Pending"),
             "2026-11-23T10:00:00Z",
-            False,
+            NODE_GONE,
             True,
         ),
         (
             "not yet bound: no node to lose",
             pod(phase="Pending", spec={}),
             "2026-11-23T10:00:00Z",
-            False,
+            NODE_GONE,
             False,
         ),
         (
             "a finished pod on a gone node is not lost",
             pod(phase="Succeeded"),
             "2026-11-23T10:00:00Z",
-            False,
+            NODE_GONE,
             False,
         ),
-        ("the node exists and the pod is not stuck", pod(meta=DELETING), "2026-11-23T10:00:40Z", True, False),
     ],
 )
-def test_lost_pod(case, the_pod, now, node_exists, lost):
-    assert lost_pod(the_pod, now, 60, node_exists=node_exists) is lost, case
+def test_lost_pod(case, the_pod, now, node, lost):
+    assert lost_pod(the_pod, now, 60, node) is lost, case
+
+
+@pytest.mark.parametrize(
+    ("node", "state"),
+    [
+        (None, NODE_GONE),
+        ({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, NODE_READY),
+        ({"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}, NODE_NOT_READY),
+        ({"status": {}}, NODE_NOT_READY),
+    ],
+)
+def test_node_state(node, state):
+    assert node_state(node) == state
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from training_jobs.contracts.tensorflow import go_marshal
+from training_jobs.model import InvalidJob
 
 CAFFE2_PORT = 2222
 REPLICA_TYPE = "worker"
@@ -81,7 +82,7 @@ def run_id_for(job: Mapping[str, Any]) -> str:
             return str(value)
     created = (job.get("metadata") or {}).get("creationTimestamp")
     if not created:
-        raise ValueError("Caffe2Job has no metadata.creationTimestamp and no spec.RuntimeID to use as RUN_ID")
+        raise InvalidJob("Caffe2Job has no metadata.creationTimestamp and no spec.RuntimeID to use as RUN_ID")
     moment = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
     if moment.tzinfo is None:
         # A naive time would be read in the operator's local zone; Kubernetes times are UTC.

@@ -16,6 +16,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from training_jobs.model import InvalidJob
+
 PADDLE_PORT = 36000
 HOST_PORT_NUM = 20
 # Upstream draws the per-job port from [PADDLE_PORT, PADDLE_PORT + PORT_RANGE).
@@ -74,7 +76,7 @@ def pod_env(
         return {"env": env, "envFrom": [{"configMapRef": {"name": job_name}}]}
     if worker_replicas is None:
         # Upstream dereferences spec.worker here and would crash; the job is unusable as written.
-        raise ValueError("an elastic PaddleJob needs a worker spec: PADDLE_ELASTIC_NP is its replicas")
+        raise InvalidJob("an elastic PaddleJob needs a worker spec: PADDLE_ELASTIC_NP is its replicas")
     env += [
         {"name": "PADDLE_ELASTIC_JOB_ID", "value": f"{namespace}-{job_name}"},
         {"name": "PADDLE_ELASTIC_NP", "value": str(worker_replicas)},

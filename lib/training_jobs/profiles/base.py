@@ -111,14 +111,15 @@ class Profile:
                 raise InvalidJob(
                     f"{rtype} restartPolicy {policy!r} is not one of {', '.join(RESTART_POLICIES)}"
                 )
-            replicas = rs.get("replicas")
+            replicas = _replicas(rtype, rs.get("replicas"))
             template = copy.deepcopy(rs.get("template") or {})
+            check_template(rtype, template)
             self.default_ports(template)
             groups.append(
                 ReplicaGroup(
                     rtype=rtype,
                     label=self.type_label(rtype),
-                    replicas=1 if replicas is None else int(replicas),
+                    replicas=replicas,
                     restart_policy=policy,
                     template=template,
                 )
@@ -254,6 +255,52 @@ class Profile:
     def status_extras(self, job: Job, counts: dict[str, Counts], ctx: Context, conditions) -> dict[str, Any]:
         """Kind-specific status fields besides conditions and replicaStatuses."""
         return {}
+
+
+def _replicas(rtype: str, value: Any) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).lstrip("-").isdigit():
+        raise InvalidJob(f"{rtype} replicas must be a whole number, not {value!r}")
+    return int(value)
+
+
+def _is_map(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _check_container(where: str, c: Any) -> None:
+    if not _is_map(c):
+        raise InvalidJob(f"{where} must be an object with name and image")
+    for port in c.get("ports") or []:
+        number = port.get("containerPort") if _is_map(port) else None
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 65536:
+            raise InvalidJob(f"{where} port {port!r}: containerPort must be a number from 1 to 65535")
+    resources = c.get("resources") or {}
+    if not _is_map(resources) or not all(_is_map(resources.get(k) or {}) for k in ("requests", "limits")):
+        raise InvalidJob(f"{where} resources must map requests and limits to quantities, as in a pod")
+    for part in ("env", "ports", "volumeMounts"):
+        items = c.get(part) or []
+        if not isinstance(items, list) or not all(_is_map(i) for i in items):
+            raise InvalidJob(f"{where} {part} must be a list of objects, as in a pod")
+
+
+def check_template(rtype: str, template: Any) -> None:
+    """The parts of a pod template the engine reads must have a pod's shape: the CRDs keep
+    templates schemaless, and a typo must fail the job with its path, not the reconcile."""
+    if (
+        not _is_map(template)
+        or not _is_map(template.get("spec") or {})
+        or not _is_map(template.get("metadata") or {})
+    ):
+        raise InvalidJob(f"{rtype} template must be a pod template: an object with metadata and spec")
+    spec = template.get("spec") or {}
+    for key in ("containers", "initContainers", "volumes"):
+        if not isinstance(spec.get(key) or [], list):
+            raise InvalidJob(f"{rtype} template spec.{key} must be a list")
+    for key in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(key) or []):
+            _check_container(f"{rtype} template spec.{key}[{i}]", c)
 
 
 def failed_groups_message(job: Job, rtype: str, failed: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from training_jobs import conditions as cond
 from training_jobs.contracts import caffe2 as c2
 from training_jobs.model import ENV_ALL_CONTAINERS, InvalidJob
+from training_jobs.pods import phase, terminating
 from training_jobs.profiles.base import Outcome, Profile, failed_groups_message
 
 WORKER = "Worker"
@@ -151,7 +152,7 @@ class Caffe2Profile(Profile):
             chief = policy.get("chief") or {}
             index = int(chief.get("replicaIndex") or 0)
             pod = ctx.pods.get(self.pod_name(job, g, index))
-            done = bool(pod) and (pod.get("status") or {}).get("phase") == "Succeeded"
+            done = bool(pod) and not terminating(pod) and phase(pod) == "Succeeded"
         if done:
             return Outcome(cond.SUCCEEDED, f"Caffe2Job {job.namespace}/{job.name} successfully completed.")
         if c.failed - c.restarting > 0:

@@ -67,14 +67,17 @@ class MXNetProfile(Profile):
         return mx.mx_env(job.name, groups, group.label, index)
 
     def _chief(self, job):
-        """The replica whose success is the job's: the scheduler, the tuner, or a lone worker."""
+        """The replica whose success is the job's: the scheduler, the tuner, or a lone worker.
+        A type with 0 replicas decides nothing."""
         if (job.spec.get("jobMode") or "MXTrain") == "MXTune":
-            return job.group(TUNER)
-        return job.group(SCHEDULER) or job.group(WORKER)
+            candidates = (job.group(TUNER),)
+        else:
+            candidates = (job.group(SCHEDULER), job.group(WORKER))
+        return next((g for g in candidates if g and g.replicas > 0), None)
 
     def outcome(self, job, counts, ctx):
         chief = self._chief(job)
-        if chief and chief.replicas > 0 and counts[chief.rtype].succeeded >= chief.replicas:
+        if chief and counts[chief.rtype].succeeded >= chief.replicas:
             return Outcome(cond.SUCCEEDED, f"MXJob {job.namespace}/{job.name} successfully completed.")
         for g in job.groups:
             c = counts[g.rtype]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from training_jobs import conditions as cond
 from training_jobs.contracts import tensorflow as tf
 from training_jobs.model import ENV_DEFAULT_CONTAINER, InvalidJob
-from training_jobs.pods import exit_code, phase
+from training_jobs.pods import exit_code, phase, terminating
 from training_jobs.profiles.base import Context, Outcome, Profile, failed_groups_message
 
 CHIEF, MASTER, WORKER, PS, EVALUATOR = "Chief", "Master", "Worker", "PS", "Evaluator"
@@ -36,7 +36,10 @@ class TensorFlowProfile(Profile):
                 )
 
     def chief(self, job):
-        return job.group(CHIEF) or job.group(MASTER)
+        """The Chief or Master that decides the job; one with 0 replicas decides nothing, and
+        the workers' rule applies (upstream would call such a job Succeeded at once)."""
+        group = job.group(CHIEF) or job.group(MASTER)
+        return group if group and group.replicas > 0 else None
 
     def is_master_role(self, job, group, index):
         if self.chief(job):
@@ -60,7 +63,7 @@ class TensorFlowProfile(Profile):
         dynamic = bool(job.spec.get("enableDynamicWorker"))
         if chief:
             c = counts[chief.rtype]
-            if chief.replicas > 0 and c.succeeded >= chief.replicas:
+            if c.succeeded >= chief.replicas:
                 return Outcome(cond.SUCCEEDED, f"TFJob {job.namespace}/{job.name} successfully completed.")
         else:
             worker = job.group(WORKER)
@@ -84,4 +87,9 @@ class TensorFlowProfile(Profile):
 
     def _worker0_completed(self, job, ctx):
         pod = ctx.pods.get(f"{job.name}-worker-0")
-        return bool(pod) and phase(pod) == "Succeeded" and exit_code(pod, self.default_container) == 0
+        return (
+            bool(pod)
+            and not terminating(pod)
+            and phase(pod) == "Succeeded"
+            and exit_code(pod, self.default_container) == 0
+        )

@@ -1,0 +1,294 @@
+"""What a real cluster does that a simulator hides, in the engine: pods being deleted, stale
+reads, evictions, an external manager, gang holds, huge jobs and odd input.
+
+Rows follow training-operator v1.9's ``TestPastBackoffLimit`` and ``job_test.go``, Kubernetes'
+graceful deletion (a deleted pod turns Failed with 143 before it goes) and the issues each row
+names.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, ok, tfjob, with_phases
+from training_jobs import conditions as cond
+from training_jobs.plan import DEFAULT_EVICTION_LIMIT, MAX_REPORTED_PROBLEMS, plan
+
+VOLCANO = {"gang_scheduler": "volcano"}
+
+
+def state(result, job):
+    status = result["status"] if result["status"] is not None else job.get("status") or {}
+    return cond.current_state(status.get("conditions") or [])
+
+
+def with_uids(pods, generation="a"):
+    for pod in pods:
+        pod["metadata"]["uid"] = f"{generation}-{pod['metadata']['name']}"
+    return pods
+
+
+def deleting(phase, code):
+    return (phase, code, True)
+
+
+# --- 1. a pod being deleted is a replica being replaced -----------------------------------------
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "Always", "ExitCode"])
+@pytest.mark.parametrize(
+    ("case", "pod"),
+    [
+        ("kubectl delete: Failed 143 while the object still exists", deleting("Failed", 143)),
+        ("drained pod that exited 1 on SIGTERM", deleting("Failed", 1)),
+        ("Running with a deletionTimestamp", deleting("Running", None)),
+        ("exited 0 on SIGTERM", deleting("Succeeded", 0)),
+    ],
+)
+def test_a_pod_being_deleted_never_decides_the_job(policy, case, pod):
+    job, observed = created(tfjob([("Worker", 2, policy)]))
+    pods = with_phases(observed["pods"], {"job-worker-0": pod})
+    result = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert state(result, job) == cond.RUNNING, case
+    assert not [r for r in result["delete"] if r["name"] == "job-worker-0"], "it is already going"
+    assert "restartCount" not in (result["status"] or {}), "a deletion is not a restart"
+
+
+def test_scale_down_never_fails_the_job():
+    job, observed = created(tfjob([("Worker", 3)]))
+    job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 1
+    first = plan(job, {**observed, "pods": with_phases(observed["pods"], {})}, {}, LATER)
+    assert sorted(r["name"] for r in first["delete"] if r["kind"] == "Pod") == [
+        "job-worker-1",
+        "job-worker-2",
+    ]
+    # The kubelet stops them: Failed with 143, still there, being deleted.
+    gone = {"job-worker-1": deleting("Failed", 143), "job-worker-2": deleting("Failed", 143)}
+    job["status"] = first["status"]
+    second = plan(job, {**observed, "pods": with_phases(observed["pods"], gone)}, {}, LATER)
+    assert state(second, job) == cond.RUNNING
+
+
+# --- 3. runPolicy.managedBy ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("manager", "runs"),
+    [(None, True), ("kubeflow.org/training-operator", True), ("kueue.x-k8s.io/multikueue", False)],
+)
+def test_a_job_managed_elsewhere_is_left_alone(manager, runs):
+    job = tfjob(TF_CHIEF, runPolicy={"managedBy": manager} if manager else {})
+    result = plan(job, {}, {}, NOW)
+    assert bool(result["create"]) is runs
+    assert (result["status"] is not None) is runs
+    assert result["apply"] is runs
+    assert (result["requeue_after"] != "") is runs
+
+
+# --- 4. backoffLimit as training-operator's PastBackoffLimit counts --------------------------------
+@pytest.mark.parametrize(
+    ("case", "workers", "restarts_each", "limit", "fails"),
+    [
+        ("4 workers each having 1 restartCount, backoffLimit 4", 4, 1, 4, True),
+        ("4 workers each having 1 restartCount, backoffLimit 5", 4, 1, 5, False),
+        ("1 worker with 1 restart, backoffLimit 0", 1, 1, 0, True),
+        ("no restarts, backoffLimit 0", 2, 0, 0, False),
+        ("2 workers, 1 restart each, backoffLimit 2", 2, 1, 2, True),
+    ],
+)
+def test_past_backoff_limit(case, workers, restarts_each, limit, fails):
+    job, observed = created(tfjob([("Worker", workers, "OnFailure")], runPolicy={"backoffLimit": limit}))
+    pods = with_phases(observed["pods"], {})
+    for pod in pods:
+        pod["status"]["containerStatuses"] = [
+            {"name": "tensorflow", "restartCount": restarts_each, "state": {"running": {}}}
+        ]
+    result = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert (state(result, job) == cond.FAILED) is fails, case
+
+
+# --- 5. an eviction loop ends ---------------------------------------------------------------------
+def evict_worker_forever(job, passes):
+    job, observed = created(job)
+    result = None
+    for n in range(passes):
+        pods = with_uids(with_phases(observed["pods"], {"job-worker-0": ("Failed", None, False)}), str(n))
+        for pod in pods:
+            if pod["metadata"]["name"] == "job-worker-0":
+                pod["status"]["reason"] = "Evicted"
+        result = plan(job, {**observed, "pods": pods}, {}, LATER)
+        job["status"] = result["status"] or job["status"]
+        if state(result, job) == cond.FAILED:
+            return n + 1, result
+    return passes, result
+
+
+@pytest.mark.parametrize(
+    ("run_policy", "evictions"),
+    [({}, DEFAULT_EVICTION_LIMIT), ({"backoffLimit": 2}, 2), ({"backoffLimit": 10}, 10)],
+)
+def test_evictions_are_counted_and_end_the_loop(run_policy, evictions):
+    job = tfjob([("Chief", 1), ("Worker", 1, "Never")], runPolicy=run_policy)
+    passes, result = evict_worker_forever(job, 20)
+    assert passes == evictions
+    assert result["status"]["evictionCount"] == evictions
+    assert "restartCount" not in result["status"], "an eviction is not a training failure (#1570)"
+
+
+# --- 6. activeDeadlineSeconds starts when the pods may start ------------------------------------------
+def test_deadline_does_not_tick_while_the_gang_is_held():
+    job = tfjob(TF_CHIEF, runPolicy={"activeDeadlineSeconds": 60})
+    first = plan(job, {}, VOLCANO, NOW)
+    assert "startTime" not in first["status"]
+    (pg,) = [o for o in first["create"] if o["kind"] == "PodGroup"]
+    job["status"] = first["status"]
+    held = {**pg, "status": {"phase": "Pending"}}
+    hour_later = plan(job, {"podgroups": [held]}, VOLCANO, "2026-11-23T11:00:00Z")
+    assert state(hour_later, job) != cond.FAILED
+    admitted = {**pg, "status": {"phase": "Inqueue"}}
+    job["status"] = hour_later["status"] or job["status"]
+    go = plan(job, {"podgroups": [admitted]}, VOLCANO, "2026-11-23T11:00:00Z")
+    assert go["status"]["startTime"] == "2026-11-23T11:00:00Z"
+    assert state(go, job) != cond.FAILED
+
+
+def test_deadline_does_not_tick_while_suspended():
+    job = tfjob(TF_CHIEF, runPolicy={"activeDeadlineSeconds": 60, "suspend": True})
+    suspended = plan(job, {}, {}, NOW)
+    assert "startTime" not in suspended["status"]
+    job["status"] = suspended["status"]
+    job["spec"]["runPolicy"]["suspend"] = False
+    resumed = plan(job, {}, {}, "2026-11-23T11:00:00Z")
+    assert resumed["status"]["startTime"] == "2026-11-23T11:00:00Z"
+    assert state(resumed, job) != cond.FAILED
+
+
+# --- 7. a finished job keeps its counts ---------------------------------------------------------------
+def test_a_finished_job_keeps_its_counts_when_its_pods_go():
+    job, observed = created(tfjob(TF_CHIEF, runPolicy={"cleanPodPolicy": "All"}))
+    done = plan(job, {**observed, "pods": with_phases(observed["pods"], {"job-chief-0": ok()})}, {}, LATER)
+    assert state(done, job) == cond.SUCCEEDED
+    job["status"] = done["status"]
+    counts = copy.deepcopy(done["status"]["replicaStatuses"])
+    # The clean-pod policy removed the pods; the operator restarts and sees none.
+    again = plan(job, {"pods": [], "services": []}, {}, "2026-11-23T12:00:00Z")
+    assert again["status"] is None and not again["apply"]
+    assert job["status"]["replicaStatuses"] == counts
+
+
+# --- 8. the status stays writable -----------------------------------------------------------------------
+def test_pod_problems_of_a_huge_job_are_bounded_and_the_job_still_finishes():
+    job, observed = created(tfjob([("Worker", 501)]))
+    pods = with_uids(with_phases(observed["pods"], {}))
+    for pod in pods:
+        pod["status"] = {
+            "phase": "Pending",
+            "containerStatuses": [
+                {"name": "tensorflow", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no"}}}
+            ],
+        }
+    first = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert len(first["status"]["reportedPodProblems"]) == MAX_REPORTED_PROBLEMS
+    assert len(first["events"]) == MAX_REPORTED_PROBLEMS
+    job["status"] = first["status"]
+    second = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert second["status"] is None, "nothing new to write: no write on every pass"
+    finished = with_phases(pods, {"job-worker-0": ok()})
+    last = plan(job, {**observed, "pods": with_uids(finished)}, {}, LATER)
+    assert state(last, job) == cond.SUCCEEDED
+
+
+# --- 9. stale reads -------------------------------------------------------------------------------------
+def test_a_restart_is_counted_once_even_if_the_deleted_pod_is_seen_again():
+    job, observed = created(tfjob([("Chief", 1), ("Worker", 1, "OnFailure")]))
+    pods = with_uids(with_phases(observed["pods"], {"job-worker-0": failed(1)}))
+    first = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert first["status"]["restartCount"] == 1
+    assert first["metrics"].get("restarted") == 1
+    job["status"] = first["status"]
+    # A stale pod cache still shows the deleted pod.
+    stale = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert (stale["status"] or job["status"])["restartCount"] == 1
+    assert "restarted" not in stale["metrics"]
+    assert "ExitedWithCode" not in [e["reason"] for e in stale["events"]]
+    # Its replacement is seen: the gone pod's uid leaves the status.
+    fresh = with_uids(with_phases(observed["pods"], {}), "b")
+    later = plan(job, {**observed, "pods": fresh}, {}, LATER)
+    assert later["status"]["countedPods"] == []
+
+
+def test_the_status_patch_carries_the_jobs_resource_version():
+    job = tfjob(TF_CHIEF)
+    job["metadata"]["resourceVersion"] = "4711"
+    assert plan(job, {}, {}, NOW)["job"]["resourceVersion"] == "4711"
+
+
+def test_creates_are_retried_when_refused_for_now():
+    result = plan(tfjob(TF_CHIEF), {}, {}, NOW)
+    assert result["create"] and result["create_retry_after"] == "10s"
+    job, observed = created(tfjob(TF_CHIEF))
+    assert plan(job, observed, {}, LATER)["create_retry_after"] == ""
+
+
+# --- 11. zero replicas of the deciding role ---------------------------------------------------------------
+def test_a_chief_with_zero_replicas_leaves_the_decision_to_worker_0():
+    job, observed = created(tfjob([("Chief", 0), ("Worker", 2)]))
+    running = plan(job, {**observed, "pods": with_phases(observed["pods"], {})}, {}, LATER)
+    assert state(running, job) == cond.RUNNING
+    done = plan(job, {**observed, "pods": with_phases(observed["pods"], {"job-worker-0": ok()})}, {}, LATER)
+    assert state(done, job) == cond.SUCCEEDED
+
+
+# --- 12. nothing escapes the engine --------------------------------------------------------------------------
+def worker_container(**fields):
+    return {
+        "Worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", **fields}]}}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "specs", "fragment"),
+    [
+        ("port as a word", worker_container(image="i", ports=[{"containerPort": "http"}]), "containerPort"),
+        ("port out of range", worker_container(image="i", ports=[{"containerPort": 70000}]), "containerPort"),
+        ("resources as a list", worker_container(image="i", resources=[{"cpu": 1}]), "resources"),
+        ("limits as a list", worker_container(image="i", resources={"limits": ["gpu"]}), "resources"),
+        ("env as a map", worker_container(image="i", env={"A": "1"}), "env"),
+        ("containers as a map", {"Worker": {"template": {"spec": {"containers": {"a": 1}}}}}, "list"),
+        ("template as a list", {"Worker": {"template": [1]}}, "pod template"),
+        ("replicas as a word", {"Worker": {"replicas": "two", "template": {}}}, "whole number"),
+    ],
+)
+def test_odd_input_fails_the_job_with_its_path(case, specs, fragment):
+    result = plan(tfjob([]) | {"spec": {"tfReplicaSpecs": specs}}, {}, {}, NOW)
+    last = result["status"]["conditions"][-1]
+    assert last["type"] == cond.FAILED, case
+    assert fragment in last["message"], case
+    assert result["create"] == []
+
+
+def test_a_malformed_time_in_the_status_is_set_again():
+    job = tfjob(TF_CHIEF, runPolicy={"activeDeadlineSeconds": 60})
+    job["status"] = {"startTime": "yesterday", "conditions": []}
+    result = plan(job, {}, {}, NOW)
+    assert result["status"]["startTime"] == NOW
+
+
+def test_an_engine_bug_is_not_turned_into_a_job_failure(monkeypatch):
+    from training_jobs.profiles.tensorflow import TensorFlowProfile
+
+    def broken(*_args, **_kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(TensorFlowProfile, "outcome", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        plan(tfjob(TF_CHIEF), {}, {}, NOW)
+
+
+# --- 13. the contract's env wins ------------------------------------------------------------------------------
+def test_the_contracts_env_wins_over_the_templates():
+    job = tfjob([("Worker", 2)])
+    container = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "TF_CONFIG", "value": "mine"}, {"name": "KEEP", "value": "1"}]
+    (pod, *_) = [o for o in plan(job, {}, {}, NOW)["create"] if o["kind"] == "Pod"]
+    env = pod["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env].count("TF_CONFIG") == 1
+    assert next(e for e in env if e["name"] == "TF_CONFIG")["value"] != "mine"
+    assert {"name": "KEEP", "value": "1"} in env
