@@ -732,14 +732,16 @@ def paddlejob() -> Kind:
             {
                 "cleanPodPolicy": string(
                     "paddle-operator's pod cleanup: Always deletes pods once the job ends, OnCompletion on "
-                    "success, OnFailure on failure, Never keeps them. Unset means Never. Alternatively use "
+                    "success, OnFailure on failure, Never keeps them. Unset, as upstream: deleted on success, kept on "
+                    "failure. Alternatively use "
                     "spec.runPolicy.cleanPodPolicy (not both).",
                     enum=["Always", "Never", "OnFailure", "OnCompletion"],
                 ),
                 "schedulingPolicy": paddle_sched,
                 "intranet": string(
-                    "How pods reach each other: PodIP (pod IPs in the endpoint lists), Service (a headless "
-                    "service per pod, port 36000) or Host (host network). Cannot be changed after creation.",
+                    "How pods reach each other: PodIP (pod IPs in the endpoint lists), Service (pod names, "
+                    "port 36000) or Host (host network). Every pod gets a headless Service of its name in "
+                    "every mode, as upstream. Cannot be changed after creation.",
                     enum=["PodIP", "Service", "Host"],
                     default="PodIP",
                 ),

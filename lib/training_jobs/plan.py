@@ -273,15 +273,18 @@ def _ttl(job: Job, p: _Pass) -> None:
 
 
 def _until_gone(pod: dict[str, Any], now: datetime) -> float:
-    """When to look at a terminating pod again: as its grace period ends, then once more when it
-    would count as lost (``LOST_POD_GRACE_SECONDS`` later)."""
+    """When to look at a terminating pod again: as its grace period ends, when it would count
+    as lost (``LOST_POD_GRACE_SECONDS`` later), then every ``LOST_POD_GRACE_SECONDS`` while a
+    Ready node's kubelet takes its time (its node may be lost meanwhile; nothing else says so)."""
     deleting = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
     if deleting is None:
         return LOST_POD_GRACE_SECONDS
     left = (deleting - now).total_seconds()
     if left > 0:
         return left + 1
-    return LOST_POD_GRACE_SECONDS + left + 1
+    if left + LOST_POD_GRACE_SECONDS >= 0:
+        return LOST_POD_GRACE_SECONDS + left + 1
+    return LOST_POD_GRACE_SECONDS
 
 
 def _finish(job: Job, p: _Pass, ctype: str, what: str, message: str) -> None:

@@ -1,9 +1,10 @@
 """TensorBoard per job, opt-in (the original TfJob's ``tensorboard`` option, seed 004).
 
 A job annotated with ``training.ato.dev/tensorboard-log-dir: <path>`` gets a Deployment and a
-Service named ``<job>-tensorboard``, owned by the job, serving the log directory on port 6006.
-The log directory must be on a volume the job's pods mount; the TensorBoard pod mounts the same
-volume (read-only) at the same path, taken from the chief/master group, else the first group.
+Service named ``<job>-tensorboard`` (shortened by :func:`name` when too long), owned by the job,
+serving the log directory on port 6006. The log directory must be on a volume the job's pods
+mount; the TensorBoard pod mounts the same volume (read-only) at the same path, taken from the
+chief/master group, else the first group.
 ``training.ato.dev/tensorboard-image`` overrides the image (operator default:
 ``TENSORBOARD_IMAGE``). TensorBoard outlives the job's pods and goes with the job.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+# The operator's one name-fitting rule; it lives with Caffe2, whose host names needed it first.
+from training_jobs.contracts.caffe2 import dns_label, label_value
 from training_jobs.model import InvalidJob, Job
 
 LOG_DIR_ANNOTATION = "training.ato.dev/tensorboard-log-dir"
@@ -26,6 +29,12 @@ DEFAULT_IMAGE = "docker.io/tensorflow/tensorflow:2.16.1"
 def requested(job: Job) -> str:
     """The log directory the job asks TensorBoard for, or ``""``."""
     return str((job.metadata.get("annotations") or {}).get(LOG_DIR_ANNOTATION) or "")
+
+
+def name(job_name: str) -> str:
+    """``<job>-tensorboard``, or :func:`dns_label`'s fallback when that is longer than 63
+    characters (a job name may have 63): the Service name must be a DNS-1035 label."""
+    return dns_label(job_name, "-tensorboard")
 
 
 def _log_volume(job: Job, log_dir: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -56,15 +65,14 @@ def objects(job: Job, labels: dict[str, str], config: dict[str, Any]) -> list[di
     if not log_dir:
         return []
     volume, mount = _log_volume(job, log_dir)
-    name = f"{job.name}-tensorboard"
-    selector = {POD_LABEL: job.name}
+    selector = {POD_LABEL: label_value(job.name)}
     image = (
         (job.metadata.get("annotations") or {}).get(IMAGE_ANNOTATION)
         or config.get("tensorboard_image")
         or DEFAULT_IMAGE
     )
     meta = {
-        "name": name,
+        "name": name(job.name),
         "namespace": job.namespace,
         # The job's labels, so the operator's observe step finds the Deployment and Service.
         "labels": dict(labels),

@@ -35,6 +35,7 @@ RESOURCES = {
     ("v1", "Service"): "services",
     ("v1", "ConfigMap"): "configmaps",
     ("v1", "Event"): "events",
+    ("v1", "Node"): "nodes",
     ("kubeflow.org/v1", "TFJob"): "tfjobs",
     ("kubeflow.org/v1", "MXJob"): "mxjobs",
     ("batch.paddlepaddle.org/v1", "PaddleJob"): "paddlejobs",

@@ -53,11 +53,12 @@ def state(kind: str, name: str) -> str:
 def test_tfjob_counters_count_each_outcome_once():
     submit("TFJob", "ok", {"tfReplicaSpecs": {"Worker": template(0)}})
     submit("TFJob", "fails", {"tfReplicaSpecs": {"Worker": template(1, policy="Never")}})
-    # Exit 130 is retryable under ExitCode: one recreation, then the second exceeds backoffLimit 1.
+    # Exit 130 is retryable under ExitCode: one recreation, then the second reaches backoffLimit 2
+    # and fails the job instead of restarting it.
     submit(
         "TFJob",
         "restarts",
-        {"runPolicy": {"backoffLimit": 1}, "tfReplicaSpecs": {"Worker": template(130, policy="ExitCode")}},
+        {"runPolicy": {"backoffLimit": 2}, "tfReplicaSpecs": {"Worker": template(130, policy="ExitCode")}},
     )
     submit(
         "TFJob",

@@ -224,6 +224,29 @@ def test_service_ports_are_twenty_named_ports_from_36000():
 
 
 @pytest.mark.parametrize(
+    ("policy", "completed", "expected"),
+    [
+        # controllers/paddlejob_controller.go Reconcile: Completed cleans under "", Always and
+        # OnCompletion; Failed under Always and OnFailure.
+        (None, True, True),
+        ("", True, True),
+        (None, False, False),
+        ("Always", True, True),
+        ("Always", False, True),
+        ("Never", True, False),
+        ("Never", False, False),
+        ("OnCompletion", True, True),
+        ("OnCompletion", False, False),
+        ("OnFailure", True, False),
+        ("OnFailure", False, True),
+        ("Sometimes", True, False),  # the upstream CRD takes any string; only these four match
+    ],
+)
+def test_cleans_up(policy, completed, expected):
+    assert paddle.cleans_up(policy, completed) is expected
+
+
+@pytest.mark.parametrize(
     ("ps", "workers", "expected"),
     [
         # paddlejob_controller_test.go "test wide-and-deep in service mode": 3 ps + 2 workers is PS.

@@ -292,3 +292,16 @@ def test_the_contracts_env_wins_over_the_templates():
     assert [e["name"] for e in env].count("TF_CONFIG") == 1
     assert next(e for e in env if e["name"] == "TF_CONFIG")["value"] != "mine"
     assert {"name": "KEEP", "value": "1"} in env
+
+
+def test_a_slow_kubelet_is_looked_at_every_30_s_not_in_a_loop():
+    job, observed = created(tfjob([("Worker", 1)]))
+    pods = with_phases(observed["pods"], {"job-worker-0": ("Running", None, True)})  # deleting at NOW
+    for pod in pods:
+        pod["spec"]["nodeName"] = "kwok-node-0"
+    ready = {
+        "metadata": {"name": "kwok-node-0"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    result = plan(job, {**observed, "pods": pods, "nodes": [ready]}, {}, "2026-11-23T11:00:00Z")
+    assert result["requeue_after"] == "30s"

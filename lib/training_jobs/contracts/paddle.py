@@ -3,7 +3,8 @@
 Upstream sources (PaddleFlow/paddle-operator, tag v0.3.5): ``controllers/paddlejob_helper.go``
 (``constructPod``, ``constructConfigMap``, ``endpoints2hosts``, ``constructService4Pod``,
 ``getPaddleJobMode``), ``controllers/paddlejob_controller.go`` (``PADDLE_PORT``,
-``HOST_PORT_NUM``) and ``api/v1/paddlejob_types.go`` (roles, intranet modes).
+``HOST_PORT_NUM``, the clean-up in ``Reconcile``) and ``api/v1/paddlejob_types.go`` (roles,
+intranet modes, clean-pod policies).
 
 Each pod gets a few per-pod variables on ``containers[0]``; everything about the other pods
 comes from a ConfigMap named after the job, built once every pod has an IP. The one impure
@@ -29,6 +30,12 @@ roles = {PS: "PSERVER", WORKER: "TRAINER", HETER: "HETER"}
 INTRANET_SERVICE = "Service"
 INTRANET_POD_IP = "PodIP"
 INTRANET_HOST = "Host"
+
+# spec.cleanPodPolicy values (api/v1/paddlejob_types.go); unset is a fifth case of its own.
+CLEAN_ALWAYS = "Always"
+CLEAN_NEVER = "Never"
+CLEAN_ON_FAILURE = "OnFailure"
+CLEAN_ON_COMPLETION = "OnCompletion"
 
 MODE_PS = "PS"
 MODE_COLLECTIVE = "Collective"
@@ -154,6 +161,21 @@ def service_ports() -> list[dict[str, Any]]:
     As upstream sends them; the API server fills in ``protocol: TCP`` and ``targetPort``.
     """
     return [{"name": f"p-{i}", "port": PADDLE_PORT + i} for i in range(HOST_PORT_NUM)]
+
+
+def cleans_up(policy: str | None, completed: bool) -> bool:
+    """Whether paddle-operator deletes a finished job's pods and Services (``cleanOne``, one per
+    reconcile until none is left). The ConfigMap is never deleted: it goes with the job.
+
+    From ``Reconcile``: a ``Failed`` job is cleaned under ``Always`` and ``OnFailure``; a
+    ``Completed`` one under ``Always``, ``OnCompletion`` **and an unset policy**
+    (``pdj.Spec.CleanPodPolicy == ""``). ``Never``, and any other string the upstream CRD lets
+    through, keep everything.
+    """
+    policy = policy or ""
+    if completed:
+        return policy in ("", CLEAN_ALWAYS, CLEAN_ON_COMPLETION)
+    return policy in (CLEAN_ALWAYS, CLEAN_ON_FAILURE)
 
 
 def mode(ps_replicas: int | None, worker_replicas: int | None) -> str:

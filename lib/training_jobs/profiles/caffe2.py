@@ -2,7 +2,8 @@
 
 Differences from upstream, on purpose: pods are named ``<job>-worker-<i>`` (upstream used random
 names), and the hosts CAFFE2_CONFIG names (``<ns>-<job>-worker-<i>``) get headless Services so
-they resolve (upstream created none).
+they resolve (upstream created none). Names and label values that would not be valid (longer than
+63 characters, or a Service name starting with a digit) take ``c2.dns_label``'s fallback.
 """
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ class Caffe2Profile(Profile):
     wake_label = "caffe2_job_key"
 
     def selector_for(self, name, namespace):
-        return {"group_name": "kubeflow.org", "caffe2_job_key": f"{namespace}-{name}"}
+        return {"group_name": "kubeflow.org", "caffe2_job_key": c2.label_value(c2.job_key(namespace, name))}
 
     def pod_labels(self, job, group, index):
         return {
             **self.selector(job),
-            "runtime_id": self._run_id(job),
+            # A RuntimeID the user set need not be a valid label value; RUN_ID keeps it as is.
+            "runtime_id": c2.label_value(self._run_id(job)),
             "caffe2_replica_type": group.label,
             "caffe2_replica_index": str(index),
         }
@@ -73,7 +75,7 @@ class Caffe2Profile(Profile):
         return labels["caffe2_replica_type"], int(index)
 
     def service_name(self, job, group, index):
-        return c2.host_names(job.namespace, job.name, index + 1)[index]
+        return c2.host_name(job.namespace, job.name, index)
 
     def service_ports(self, job, group):
         return [{"name": "caffe2-port", "port": CAFFE2_PORT, "targetPort": CAFFE2_PORT}]
@@ -81,10 +83,13 @@ class Caffe2Profile(Profile):
     def _run_id(self, job):
         return c2.run_id_for({"spec": job.spec, "metadata": job.metadata})
 
+    def _redis_name(self, job):
+        return c2.dns_label(job.name, "-redis")
+
     def _backend(self, job):
         backend = dict(job.spec.get("backendSpecs") or {})
         if backend.get("manageRedis") and not backend.get("redisHost"):
-            backend["redisHost"] = f"{job.name}-redis"
+            backend["redisHost"] = self._redis_name(job)
             backend["redisPort"] = REDIS_PORT
         return backend
 
@@ -97,7 +102,7 @@ class Caffe2Profile(Profile):
         backend = job.spec.get("backendSpecs") or {}
         if not backend.get("manageRedis") or backend.get("redisHost"):
             return []
-        name = f"{job.name}-redis"
+        name = self._redis_name(job)
         labels = {**self.selector(job), "caffe2_role": "redis"}
         image = (
             backend.get("redisImage")

@@ -1,9 +1,14 @@
 """PaddleJob (batch.paddlepaddle.org/v1), as PaddleFlow's paddle-operator v0.3.5 runs it.
 
-Difference from upstream, on purpose: the job ConfigMap every pod imports is never created
-after pods that need it. In Service mode the endpoints are pod names, known in advance, so the
-ConfigMap is created before any pod; in PodIP and Host mode it needs the pods' addresses, and the
-pods' containers wait for it through their non-optional ``envFrom`` (upstream's race, PR #80).
+Differences from upstream, on purpose:
+
+- the job ConfigMap every pod imports is never created after pods that need it. In Service mode
+  the endpoints are pod names, known in advance, so the ConfigMap is created before any pod; in
+  PodIP and Host mode it needs the pods' addresses, and the pods' containers wait for it through
+  their non-optional ``envFrom`` (upstream's race, PR #80);
+- a pod's Service is created with the pod, not on the next reconcile after it, and carries the
+  job's labels (upstream's has none; it finds its Services by owner, we by label). Its selector
+  is the pod's labels, of which upstream's ``paddle-res-name`` alone already picks that pod.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from training_jobs.pods import phase
 from training_jobs.profiles.base import Outcome, Profile, failed_groups_message
 
 PS, WORKER, HETER = "ps", "worker", "heter"
-CLEAN_MAP = {"Always": "All", "Never": "None"}
 
 
 class PaddleProfile(Profile):
@@ -48,13 +52,10 @@ class PaddleProfile(Profile):
 
     def clean_pod_policy(self, job, succeeded=False):
         policy = job.spec.get("cleanPodPolicy")
-        if policy == "OnCompletion":
-            return "All" if succeeded else "None"
-        if policy == "OnFailure":
-            return "None" if succeeded else "All"
-        if policy in CLEAN_MAP:
-            return CLEAN_MAP[policy]
-        return super().clean_pod_policy(job, succeeded)
+        if not policy and job.run_policy.get("cleanPodPolicy"):
+            return super().clean_pod_policy(job, succeeded)
+        # Upstream's clean-up deletes every pod and Service whatever its phase: the engine's All.
+        return "All" if pd.cleans_up(policy, completed=succeeded) else "None"
 
     def pod_labels(self, job, group, index):
         name = self.pod_name(job, group, index)
@@ -102,10 +103,13 @@ class PaddleProfile(Profile):
             first["ports"] = ports
 
     def wants_services(self, job):
-        return self._intranet(job) == pd.INTRANET_SERVICE
+        # In every intranet mode, elastic or not: v0.3.5 creates a Service for each pod it lists
+        # and its Service-mode check around that loop is commented out. The coord-paddle init
+        # container's nslookup of every pod name needs them even in PodIP and Host mode.
+        return True
 
     def service_ports(self, job, group):
-        return [{**p, "targetPort": p["port"]} for p in pd.service_ports()]
+        return pd.service_ports()
 
     def extra_objects(self, job, ctx):
         if self._elastic(job.spec):

@@ -1,0 +1,285 @@
+"""The local cluster's kubelet simulation (hack/kwok/cluster.yaml) where a real kubelet (>= 1.27)
+matters to a controller: graceful deletion through a terminal phase, node-pressure eviction and OOM
+kills. Bare pods only: no operator needed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from kube import KUBECTL, kubeconfig, kubectl, namespace_fixture, wait_for
+
+pytestmark = pytest.mark.cluster
+
+NS = "ato-kubelet-sim"
+SIM = "sim.training.ato.dev/"
+
+
+def namespace_not_terminating() -> None:
+    # A run right after another finds the namespace still Terminating: creating pods in it fails.
+    def settled():
+        result = kubectl("get", "namespace", NS, "-o", "jsonpath={.status.phase}", check=False)
+        return result.returncode != 0 or result.stdout == "Active"
+
+    wait_for(settled, timeout=60, what=f"namespace {NS} deleted by an earlier run")
+
+
+namespace = namespace_fixture(NS, before=namespace_not_terminating)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def service_account(namespace):
+    # The ServiceAccount admission plugin refuses pods until the namespace's default account exists.
+    wait_for(
+        lambda: kubectl("get", "serviceaccount", "default", "-n", NS, check=False).returncode == 0,
+        what="default ServiceAccount",
+    )
+
+
+def create_pod(
+    annotations: dict[str, str], restart_policy: str = "Never", containers=("main",), prefix: str = "sim"
+) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "annotations": {SIM + k: v for k, v in annotations.items()},
+        },
+        "spec": {
+            "restartPolicy": restart_policy,
+            "containers": [{"name": c, "image": "docker.io/library/busybox:1.36"} for c in containers],
+        },
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+    return name
+
+
+def pod(name: str) -> dict | None:
+    result = kubectl("get", "pod", "-n", NS, name, "-o", "json", check=False)
+    if result.returncode != 0:
+        if "NotFound" in result.stderr:
+            return None
+        raise AssertionError(result.stderr)
+    return json.loads(result.stdout)
+
+
+def phase(name: str) -> str:
+    return ((pod(name) or {}).get("status") or {}).get("phase", "")
+
+
+def wait_running(name: str) -> dict:
+    return wait_for(lambda: phase(name) == "Running" and pod(name), what=f"{name} Running")
+
+
+def wait_gone(name: str, timeout: float = 30) -> None:
+    wait_for(lambda: pod(name) is None, timeout=timeout, interval=0.2, what=f"{name} gone")
+
+
+def delete(name: str, grace: int) -> datetime:
+    kubectl("delete", "pod", "-n", NS, name, f"--grace-period={grace}", "--wait=false")
+    return datetime.now(UTC)
+
+
+def force_delete(name: str) -> None:
+    kubectl("delete", "pod", "-n", NS, name, "--grace-period=0", "--force", "--wait=false", check=False)
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def terminated(status: dict) -> dict:
+    return status["state"]["terminated"]
+
+
+class Watch:
+    """Every version of one pod as the API server sends it, so short-lived states are not missed."""
+
+    def __init__(self, name: str):
+        self.out = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__, closed in events()
+        args = ["get", "pod", name, "-n", NS, "--watch", "--output-watch-events", "-o", "json"]
+        self.proc = subprocess.Popen(
+            [KUBECTL, "--kubeconfig", kubeconfig(), *args],
+            stdout=self.out,
+            stderr=subprocess.DEVNULL,
+        )
+        # The initial list is printed first: from then on no change can slip by.
+        wait_for(lambda: os.fstat(self.out.fileno()).st_size > 0, what="watch started")
+
+    def events(self) -> list[tuple[str, dict]]:
+        """Stop watching; the (type, pod) pairs seen, oldest first."""
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.out.seek(0)
+        text = self.out.read().decode()
+        self.out.close()
+        decoder, pos, events = json.JSONDecoder(), 0, []
+        while True:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+            if pos >= len(text):
+                return events
+            event, pos = decoder.raw_decode(text, pos)
+            events.append((event["type"], event["object"]))
+
+
+def test_plain_delete_removes_the_pod_at_once():
+    name = create_pod({})
+    wait_running(name)
+    start = time.monotonic()
+    delete(name, grace=30)
+    wait_gone(name, timeout=10)
+    assert time.monotonic() - start < 5, "a pod without graceful-delete ignores its grace period"
+
+
+def test_graceful_delete_goes_through_failed_with_sigterm_exit():
+    name = create_pod({"graceful-delete": "true"}, restart_policy="OnFailure", containers=("main", "side"))
+    wait_running(name)
+    watch = Watch(name)
+    deleted_at = delete(name, grace=3)
+    time.sleep(1)
+    early = pod(name)
+    assert early is not None and early["metadata"].get("deletionTimestamp"), "Terminating during the grace"
+    assert early["status"]["phase"] == "Running"
+    wait_gone(name)
+    gone_after = (datetime.now(UTC) - deleted_at).total_seconds()
+    events = watch.events()
+
+    assert any(
+        p["metadata"].get("deletionTimestamp") and p["status"]["phase"] == "Running" for _, p in events
+    ), "observed Terminating"
+    final = [p for t, p in events if t == "MODIFIED" and p["status"]["phase"] == "Failed"]
+    assert final, f"phase Failed before removal; saw {[(t, p['status']['phase']) for t, p in events]}"
+    failed = final[0]
+    deletion = parse_time(failed["metadata"]["deletionTimestamp"])
+    assert failed["metadata"]["deletionGracePeriodSeconds"] == 3
+    statuses = failed["status"]["containerStatuses"]
+    assert {s["name"] for s in statuses} == {"main", "side"}
+    for status in statuses:
+        assert terminated(status)["exitCode"] == 143
+        assert terminated(status)["reason"] == "Error"
+        assert "running" not in status["state"]
+        assert status["ready"] is False
+        # The kubelet stops the containers only once the grace period is over.
+        assert parse_time(terminated(status)["finishedAt"]) >= deletion.replace(microsecond=0)
+    ready = {c["type"]: c for c in failed["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "False"
+    assert events[-1][0] == "DELETED"
+    assert 2.5 <= gone_after < 15, gone_after
+
+
+def test_graceful_delete_of_a_container_exiting_zero_succeeds():
+    # run-for keeps pod-finish from ending the pod before the deletion.
+    name = create_pod({"graceful-delete": "true", "exit-code": "0", "run-for": "10m"})
+    wait_running(name)
+    watch = Watch(name)
+    delete(name, grace=2)
+    wait_gone(name)
+    events = watch.events()
+    done = [p for _, p in events if p["status"]["phase"] in ("Succeeded", "Failed")]
+    assert done, "a terminal phase before removal"
+    assert done[0]["status"]["phase"] == "Succeeded"
+    assert done[0]["metadata"].get("deletionTimestamp")
+    status = done[0]["status"]["containerStatuses"][0]
+    assert terminated(status)["exitCode"] == 0
+    assert terminated(status)["reason"] == "Completed"
+
+
+def test_graceful_delete_of_a_finished_pod_just_removes_it():
+    name = create_pod({"graceful-delete": "true", "exit-code": "3", "run-for": "1s"})
+    wait_for(lambda: phase(name) == "Failed", what=f"{name} Failed")
+    watch = Watch(name)
+    start = time.monotonic()
+    delete(name, grace=30)
+    wait_gone(name, timeout=10)
+    assert time.monotonic() - start < 5, "nothing left to stop: no grace period"
+    for _, p in watch.events():
+        assert p["status"]["phase"] == "Failed"
+        assert terminated(p["status"]["containerStatuses"][0])["exitCode"] == 3
+
+
+def test_graceful_delete_of_a_pending_pod_removes_it_at_once():
+    name = create_pod({"graceful-delete": "true", "start-after": "10m"})
+    time.sleep(1)
+    assert phase(name) == "Pending"
+    delete(name, grace=30)
+    wait_gone(name, timeout=5)
+
+
+def test_stuck_terminating_wins_over_graceful_delete():
+    name = create_pod({"graceful-delete": "true", "stuck-terminating": "true"})
+    wait_running(name)
+    delete(name, grace=1)
+    time.sleep(3)
+    try:
+        stuck = pod(name)
+        assert stuck is not None, "a pod on a lost node stays Terminating"
+        assert stuck["status"]["phase"] == "Running"
+    finally:
+        force_delete(name)
+
+
+def test_eviction_fails_the_pod_and_keeps_it():
+    # exit-code 1 with OnFailure alone would restart the container each run-for (pod-restart):
+    # evict-after takes precedence, so no restart may happen first.
+    name = create_pod(
+        {"evict-after": "2s", "exit-code": "1", "run-for": "1s"},
+        restart_policy="OnFailure",
+        containers=("main", "side"),
+    )
+    wait_running(name)
+    wait_for(lambda: phase(name) == "Failed", timeout=20, what=f"{name} evicted")
+    evicted = pod(name)
+    status = evicted["status"]
+    assert status["reason"] == "Evicted"
+    assert status["message"].startswith("The node was low on resource: memory. ")
+    conditions = {c["type"]: c for c in status["conditions"]}
+    target = conditions["DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "TerminationByKubelet")
+    assert target["message"] == status["message"]
+    assert conditions["Ready"]["status"] == "False"
+    for container in status["containerStatuses"]:
+        assert terminated(container)["exitCode"] == 137
+        assert "running" not in container["state"]
+        assert container["restartCount"] == 0
+    assert not evicted["metadata"].get("deletionTimestamp")
+    time.sleep(2)
+    assert phase(name) == "Failed", "the evicted pod object stays"
+
+
+def test_oom_kill_with_restart_policy_never_fails_the_pod():
+    name = create_pod({"oom-after": "1s"}, containers=("main", "side"))
+    wait_for(lambda: phase(name) == "Failed", timeout=20, what=f"{name} OOM-killed")
+    status = pod(name)["status"]
+    assert "reason" not in status, "an OOM kill is no eviction"
+    for container in status["containerStatuses"]:
+        assert terminated(container)["exitCode"] == 137
+        assert terminated(container)["reason"] == "OOMKilled"
+        assert "running" not in container["state"]
+
+
+def test_oom_kill_with_restart_policy_on_failure_restarts_in_place():
+    name = create_pod({"oom-after": "1s"}, restart_policy="OnFailure", containers=("main", "side"))
+    wait_running(name)
+    restarted = wait_for(
+        lambda: (
+            (p := pod(name)) and all(s["restartCount"] >= 1 for s in p["status"]["containerStatuses"]) and p
+        ),
+        timeout=20,
+        what=f"{name} restarted after OOM",
+    )
+    assert restarted["status"]["phase"] == "Running"
+    for container in restarted["status"]["containerStatuses"]:
+        last = container["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (137, "OOMKilled")
+        assert "running" in container["state"] and "terminated" not in container["state"]
+        assert container["ready"] is True

@@ -1,0 +1,273 @@
+"""What a real cluster does that a kind simulator hides, against the running operator: pods that
+turn Failed (143) while they are being deleted, evictions, quotas that refuse creates, an
+external manager, odd input and huge jobs. Each test names the issue item it reproduces; the
+pods' fate comes from the KWOK stages' annotations (README, "Local cluster")."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kube import get, job_pods, kubectl, namespace_fixture, wait_for
+from test_lifecycle import template, unique
+
+pytestmark = pytest.mark.cluster
+
+NS = "ato-real-cluster"
+GRACEFUL = "sim.training.ato.dev/graceful-delete"
+EVICT_AFTER = "sim.training.ato.dev/evict-after"
+
+namespace = namespace_fixture(NS)
+# Quota tests count every pod of their namespace: theirs is empty but for their own job.
+QUOTA_NS = "ato-quota"
+quota_namespace = namespace_fixture(QUOTA_NS)
+
+
+def tfjob(name, specs, run_policy=None, namespace=NS):
+    spec = {"tfReplicaSpecs": specs}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    body = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps({**body, "spec": spec}))
+    return name
+
+
+def job(name):
+    return get("tfjob", "-n", NS, name)
+
+
+def status(name):
+    return job(name).get("status") or {}
+
+
+def state(name):
+    conditions = status(name).get("conditions") or []
+    return conditions[-1]["type"] if conditions else ""
+
+
+def condition(name, ctype):
+    return next((c for c in status(name).get("conditions") or [] if c["type"] == ctype), None)
+
+
+def pod(name):
+    result = kubectl("get", "pod", "-n", NS, name, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def events(name, reason=None, namespace=NS):
+    items = get("events", "-n", namespace, "--field-selector", f"involvedObject.name={name}")["items"]
+    return [e for e in items if reason is None or e["reason"] == reason]
+
+
+def with_annotations(spec, **annotations):
+    spec["template"]["metadata"]["annotations"].update(annotations)
+    return spec
+
+
+def uid(name):
+    return ((pod(name) or {}).get("metadata") or {}).get("uid")
+
+
+@pytest.mark.parametrize("policy", ["Never", "ExitCode", "OnFailure"])
+def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(policy):
+    """Kubelets >= 1.27 turn a deleted pod Failed (143) before it goes: not a failure."""
+    worker = with_annotations(template(policy=policy), **{GRACEFUL: "true"})
+    worker["template"]["spec"]["terminationGracePeriodSeconds"] = 3
+    name = tfjob(unique(f"deleted-{policy.lower()}"), {"Worker": {**worker, "replicas": 2}})
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    victim = f"{name}-worker-1"
+    before = uid(victim)
+    kubectl("delete", "pod", "-n", NS, victim, "--wait=false")
+    wait_for(
+        lambda: (
+            (p := pod(victim))
+            and p["status"].get("phase") == "Failed"
+            and p["metadata"].get("deletionTimestamp")
+        ),
+        timeout=30,
+        what="the deleted pod Failed with 143 while it still exists",
+    )
+    wait_for(lambda: uid(victim) not in (None, before), timeout=40, what=f"{victim} recreated")
+    assert state(name) == "Running", status(name)
+    assert not condition(name, "Failed")
+    assert not status(name).get("restartCount")
+
+
+def test_2_1_scale_down_never_fails_the_job():
+    worker = with_annotations(template(policy="Never"), **{GRACEFUL: "true"})
+    worker["template"]["spec"]["terminationGracePeriodSeconds"] = 2
+    name = tfjob(unique("scaledown"), {"Worker": {**worker, "replicas": 3}})
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    kubectl(
+        "patch",
+        "tfjob",
+        "-n",
+        NS,
+        name,
+        "--type=merge",
+        "-p",
+        '{"spec":{"tfReplicaSpecs":{"Worker":{"replicas":1}}}}',
+    )
+    wait_for(lambda: len(job_pods(NS, name)) == 1, timeout=40, what="scaled down to one pod")
+    assert state(name) == "Running" and not condition(name, "Failed")
+
+
+def quota(pods):
+    body = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "pods", "namespace": QUOTA_NS},
+        "spec": {"hard": {"pods": str(pods)}},
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    wait_for(
+        lambda: (
+            get("resourcequota", "-n", QUOTA_NS, "pods").get("status", {}).get("hard", {}).get("pods")
+            == str(pods)
+        ),
+        what="quota active",
+    )
+
+
+def test_2_2_a_quota_delays_the_job_and_the_job_starts_when_it_is_freed():
+    quota(1)
+
+    def state_of(name):
+        conditions = get("tfjob", "-n", QUOTA_NS, name).get("status", {}).get("conditions") or []
+        return [c["type"] for c in conditions if c["status"] == "True"]
+
+    try:
+        name = tfjob(unique("quota"), {"Worker": {**template(), "replicas": 3}}, namespace=QUOTA_NS)
+        refused = wait_for(
+            lambda: events(name, "FailedCreatePod", QUOTA_NS), timeout=30, what="a FailedCreatePod warning"
+        )
+        assert "exceeded quota" in refused[0]["message"]
+        time.sleep(12)  # past a create retry
+        assert "Failed" not in state_of(name)
+        assert len(job_pods(QUOTA_NS, name)) == 1, "the pod already created is kept"
+        assert len(events(name, "FailedCreatePod", QUOTA_NS)) == 1, "recorded once"
+    finally:
+        kubectl("delete", "resourcequota", "-n", QUOTA_NS, "pods", check=False)
+    wait_for(
+        lambda: len(job_pods(QUOTA_NS, name)) == 3, timeout=40, what="the missing pods created once freed"
+    )
+    wait_for(lambda: "Running" in state_of(name), timeout=30, what=f"{name} running")
+
+
+def test_2_2_an_object_the_api_can_never_accept_fails_the_job():
+    worker = template()
+    # A container name must be a DNS-1123 label; only the API server's pod validation says so.
+    worker["template"]["spec"]["containers"].append(
+        {"name": "Side_Car", "image": "docker.io/library/busybox:1.36"}
+    )
+    name = tfjob(unique("invalid"), {"Worker": {**worker, "replicas": 2}})
+    wait_for(lambda: condition(name, "Failed"), timeout=30, what=f"{name} Failed")
+    message = condition(name, "Failed")["message"]
+    assert "cannot run" in message and "Invalid value" in message, message
+    wait_for(lambda: not job_pods(NS, name), timeout=30, what="nothing half-created left")
+    assert not get("services", "-n", NS, "-l", f"training.kubeflow.org/job-name={name}")["items"]
+
+
+def test_2_3_a_job_managed_by_kueue_is_left_alone():
+    name = tfjob(
+        unique("kueue"), {"Worker": template()}, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}
+    )
+    time.sleep(6)
+    assert not job_pods(NS, name)
+    assert not status(name), "no status is written for a job another controller manages"
+
+
+@pytest.mark.parametrize(("limit", "workers"), [(4, 4), (0, 1)])
+def test_2_4_past_backoff_limit(limit, workers):
+    """job_test.go: "4 workers each having 1 restartCount, backoffLimit 4 -> Failed"; limit 0
+    fails on the first restart."""
+    worker = template(1, run_for="3s", policy="OnFailure")
+    name = tfjob(
+        unique(f"backoff{limit}"), {"Worker": {**worker, "replicas": workers}}, {"backoffLimit": limit}
+    )
+    wait_for(lambda: state(name) == "Failed", timeout=60, what=f"{name} fails by backoff")
+    assert "backoff limit" in condition(name, "Failed")["message"]
+
+
+def test_2_5_an_eviction_loop_ends():
+    worker = with_annotations(template(policy="Never"), **{EVICT_AFTER: "1s"})
+    name = tfjob(unique("evictloop"), {"Chief": template(), "Worker": worker}, {"backoffLimit": 2})
+    wait_for(
+        lambda: state(name) == "Failed", timeout=90, interval=1, what=f"{name} fails after its evictions"
+    )
+    assert status(name)["evictionCount"] == 2
+    assert "backoff limit" in condition(name, "Failed")["message"]
+    assert len(events(name, "Evicted")) >= 2
+
+
+def test_2_6_the_deadline_does_not_tick_while_suspended():
+    name = tfjob(
+        unique("susp-deadline"), {"Worker": template()}, {"activeDeadlineSeconds": 6, "suspend": True}
+    )
+    wait_for(lambda: state(name) == "Suspended", timeout=30, what=f"{name} suspended")
+    time.sleep(8)
+    assert not condition(name, "Failed")
+    kubectl(
+        "patch", "tfjob", "-n", NS, name, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":false}}}'
+    )
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running after resume")
+    wait_for(lambda: state(name) == "Failed", timeout=30, what=f"{name} fails by deadline 6 s after resume")
+
+
+def test_2_7_a_finished_job_keeps_its_counts_after_its_pods_are_cleaned():
+    name = tfjob(unique("keep"), {"Chief": template(0), "Worker": template()}, {"cleanPodPolicy": "All"})
+    wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
+    wait_for(lambda: not job_pods(NS, name), timeout=30, what="pods cleaned")
+    before = status(name)
+    assert before["replicaStatuses"]["Chief"]["succeeded"] == 1
+    # Any reconcile (here an annotation change; an operator restart does the same) changes nothing.
+    kubectl("annotate", "tfjob", "-n", NS, name, "touched=yes")
+    time.sleep(5)
+    assert status(name) == before
+
+
+def test_2_8_a_job_with_more_pod_problems_than_the_status_holds_still_finishes():
+    unschedulable = template()
+    unschedulable["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
+    name = tfjob(
+        unique("huge"), {"Chief": template(0, run_for="15s"), "Worker": {**unschedulable, "replicas": 110}}
+    )
+    wait_for(lambda: state(name) == "Succeeded", timeout=120, interval=2, what=f"{name} succeeds")
+    assert len(status(name).get("reportedPodProblems") or []) <= 100
+    kubectl("delete", "tfjob", "-n", NS, name, "--wait=false")
+
+
+def test_2_9_restarts_are_counted_exactly_once_per_pod():
+    name = tfjob(unique("once"), {"Worker": template(137, policy="ExitCode")}, {"backoffLimit": 3})
+    wait_for(lambda: state(name) == "Failed", timeout=60, what=f"{name} fails by backoff")
+    assert status(name)["restartCount"] == 3
+
+
+def test_2_11_a_chief_with_zero_replicas_leaves_the_decision_to_worker_0():
+    chief = {**template(), "replicas": 0}
+    name = tfjob(unique("nochief"), {"Chief": chief, "Worker": {**template(0), "replicas": 2}})
+    wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds by worker 0")
+
+
+def test_2_12_odd_input_fails_the_job_with_the_reason():
+    worker = template()
+    worker["template"]["spec"]["containers"][0]["ports"] = [{"name": "tfjob-port", "containerPort": "http"}]
+    name = tfjob(unique("oddport"), {"Worker": worker})
+    wait_for(lambda: condition(name, "Failed"), timeout=30, what=f"{name} Failed")
+    assert "containerPort" in condition(name, "Failed")["message"]
+    assert not job_pods(NS, name)
+
+
+def test_2_13_the_operators_tf_config_wins_over_the_templates():
+    worker = template()
+    worker["template"]["spec"]["containers"][0]["env"] = [{"name": "TF_CONFIG", "value": "{}"}]
+    name = tfjob(unique("envwins"), {"Worker": {**worker, "replicas": 2}})
+    created = wait_for(lambda: pod(f"{name}-worker-0"), what="the pod")
+    env = created["spec"]["containers"][0]["env"]
+    tf_config = [e for e in env if e["name"] == "TF_CONFIG"]
+    assert len(tf_config) == 1 and json.loads(tf_config[0]["value"])["cluster"]["worker"]
