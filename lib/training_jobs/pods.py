@@ -145,3 +145,12 @@ def should_recreate(group: ReplicaGroup, pod: dict[str, Any], default_container:
     if group.restart_policy == RESTART_EXIT_CODE:
         return exit_code(pod, default_container) >= 128
     return False
+
+
+def permanent_exit(group: ReplicaGroup, pod: dict[str, Any], default_container: str) -> bool:
+    """A Failed pod under ExitCode whose code (1-127) says the failure is permanent."""
+    return (
+        group.restart_policy == RESTART_EXIT_CODE
+        and phase(pod) == "Failed"
+        and exit_code(pod, default_container) < 128
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, ok, tfjob, with_phases
+from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, tfjob, with_phases
 from training_jobs import conditions as cond
 from training_jobs.plan import DEFAULT_EVICTION_LIMIT, MAX_REPORTED_PROBLEMS, plan
 
@@ -305,3 +305,63 @@ def test_a_slow_kubelet_is_looked_at_every_30_s_not_in_a_loop():
     }
     result = plan(job, {**observed, "pods": pods, "nodes": [ready]}, {}, "2026-11-23T11:00:00Z")
     assert result["requeue_after"] == "30s"
+
+
+# --- 15. messages upstream's tests assert verbatim -------------------------------------------------
+MX_TRAIN = [("Scheduler", 1), ("Server", 1), ("Worker", 1)]
+
+
+@pytest.mark.parametrize(
+    ("case", "job", "phases", "ctype", "reason", "message"),
+    [
+        (
+            "pod_test.go: Test Unretryable Exit Code",
+            tfjob([("Worker", 1, "ExitCode")]),
+            {"job-worker-0": failed(1)},
+            cond.FAILED,
+            "TFJobFailed",
+            'job "job" is failing because "Worker" replica(s) failed.',
+        ),
+        (
+            "pod.go ReconcilePods: Restarting",
+            tfjob([("Chief", 1), ("Worker", 1, "ExitCode")]),
+            {"job-worker-0": failed(130)},
+            cond.RESTARTING,
+            "TFJobRestarting",
+            "job job is restarting because Worker replica(s) failed.",
+        ),
+        (
+            "tfjob_controller_test.go: running",
+            tfjob([("Worker", 1)]),
+            {},
+            cond.RUNNING,
+            "TFJobRunning",
+            "TFJob ns/job is running.",
+        ),
+        (
+            "mxjob_controller_test.go: running",
+            mxjob(MX_TRAIN),
+            {},
+            cond.RUNNING,
+            "MXJobRunning",
+            "MXJob job is running.",
+        ),
+        (
+            "mxjob_controller.go: succeeded",
+            mxjob(MX_TRAIN),
+            {"job-scheduler-0": ok()},
+            cond.SUCCEEDED,
+            "MXJobSucceeded",
+            "MXJob job is successfully completed.",
+        ),
+    ],
+)
+def test_upstream_messages_verbatim(case, job, phases, ctype, reason, message):
+    job, observed = created(job)
+    result = plan(job, {**observed, "pods": with_phases(observed["pods"], phases)}, {}, LATER)
+    found = cond.find(result["status"]["conditions"], ctype)
+    assert found and (found["reason"], found["message"]) == (reason, message), case
+    assert cond.find(result["status"]["conditions"], cond.CREATED)["message"] in (
+        "TFJob job is created.",
+        "MXJob job is created.",
+    )

@@ -12,7 +12,7 @@ from training_jobs import conditions as cond
 from training_jobs.contracts import caffe2 as c2
 from training_jobs.model import ENV_ALL_CONTAINERS, InvalidJob
 from training_jobs.pods import phase, terminating
-from training_jobs.profiles.base import Outcome, Profile, failed_groups_message
+from training_jobs.profiles.base import Outcome, Profile
 
 WORKER = "Worker"
 REDIS_PORT = 6379
@@ -159,9 +159,9 @@ class Caffe2Profile(Profile):
             pod = ctx.pods.get(self.pod_name(job, g, index))
             done = bool(pod) and not terminating(pod) and phase(pod) == "Succeeded"
         if done:
-            return Outcome(cond.SUCCEEDED, f"Caffe2Job {job.namespace}/{job.name} successfully completed.")
+            return Outcome(cond.SUCCEEDED, f"Caffe2Job {job.name} is successfully completed.")
         if c.failed - c.restarting > 0:
-            return Outcome(cond.FAILED, failed_groups_message(job, WORKER, c.failed - c.restarting))
+            return Outcome(cond.FAILED, f"Caffe2Job {job.name} is failed.")
         if c.active > 0:
-            return Outcome(cond.RUNNING, f"Caffe2Job {job.namespace}/{job.name} is running.")
+            return Outcome(cond.RUNNING, f"Caffe2Job {job.name} is running.")
         return Outcome()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from training_jobs import conditions as cond
 from training_jobs.contracts import mxnet as mx
 from training_jobs.model import ENV_ALL_CONTAINERS, RESTART_EXIT_CODE, InvalidJob
-from training_jobs.profiles.base import Outcome, Profile, failed_groups_message
+from training_jobs.profiles.base import Outcome, Profile
 
 SCHEDULER, SERVER, WORKER = "Scheduler", "Server", "Worker"
 TUNER_TRACKER, TUNER_SERVER, TUNER = "TunerTracker", "TunerServer", "Tuner"
@@ -78,11 +78,11 @@ class MXNetProfile(Profile):
     def outcome(self, job, counts, ctx):
         chief = self._chief(job)
         if chief and counts[chief.rtype].succeeded >= chief.replicas:
-            return Outcome(cond.SUCCEEDED, f"MXJob {job.namespace}/{job.name} successfully completed.")
+            return Outcome(cond.SUCCEEDED, f"MXJob {job.name} is successfully completed.")
         for g in job.groups:
             c = counts[g.rtype]
             if c.failed - c.restarting > 0:
-                return Outcome(cond.FAILED, failed_groups_message(job, g.rtype, c.failed - c.restarting))
+                return Outcome(cond.FAILED, f"mxjob {job.name} is failed because {c.failed - c.restarting} {g.rtype} replica(s) failed.")
         if chief and counts[chief.rtype].active > 0:
-            return Outcome(cond.RUNNING, f"MXJob {job.namespace}/{job.name} is running.")
+            return Outcome(cond.RUNNING, f"MXJob {job.name} is running.")
         return Outcome()
