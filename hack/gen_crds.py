@@ -1061,28 +1061,13 @@ def paddle_policy(k: Kind) -> list[dict[str, Any]]:
 
 
 def caffe2_policy(k: Kind) -> list[dict[str, Any]]:
+    # No rule on <namespace>-<job>-worker-<index> (caffe2-operator's CAFFE2_CONFIG hosts): a name
+    # that would not fit falls back to a shortened one (training_jobs.contracts.caffe2.dns_label).
     variables = [
         {"name": "present", "expression": "['replicaSpecs']"},
         {"name": "containers", "expression": containers_var({"replicaSpecs": "object.spec.?replicaSpecs"})},
-        # caffe2-operator names workers <namespace>-<job>-worker-<index> in CAFFE2_CONFIG; the
-        # namespace is only known at admission time, so this cannot be a CRD rule.
-        {"name": "replicas", "expression": "object.spec.replicaSpecs.replicas"},
-        {
-            "name": "longest",
-            "expression": "request.namespace + '-' + object.metadata.name + '-worker-' + string(variables.replicas - 1)",
-        },
     ]
-    validations = [
-        *template_validations("'spec.'", None, ""),
-        validation(
-            f"variables.replicas < 1 || size(variables.longest) <= {MAX_LABEL}",
-            f"namespace and metadata.name are too long: worker names <namespace>-<job>-worker-<index> "
-            f"(CAFFE2_CONFIG) must fit in {MAX_LABEL} characters; shorten metadata.name",
-            f"'namespace and metadata.name are too long: worker name \\'' + variables.longest + '\\' "
-            f"(CAFFE2_CONFIG) would have ' + string(size(variables.longest)) + ' characters (limit {MAX_LABEL}); "
-            f"shorten metadata.name by ' + string(size(variables.longest) - {MAX_LABEL}) + ' characters'",
-        ),
-    ]
+    validations = [*template_validations("'spec.'", None, "")]
     return policy_docs(k, variables, validations)
 
 

@@ -620,19 +620,11 @@ def test_invalid_job_is_refused(job: Job, expected: str, namespace: str) -> None
     assert expected in result.stderr
 
 
-def test_caffe2_worker_names_include_the_namespace(namespace: str) -> None:
-    # caffe2-operator's worker host names are <namespace>-<job>-worker-<i>: a name that fits on its
-    # own can still be too long in a long namespace, and only the admission policy sees both.
+def test_caffe2_jobs_whose_worker_names_would_not_fit_are_admitted(namespace: str) -> None:
+    # caffe2-operator's worker host names are <namespace>-<job>-worker-<i>; one that would be longer
+    # than 63 characters gets a shortened name instead (docs/user-guide-caffe2job.md).
     room = 63 - len(namespace) - 1 - len("-worker-1")
-    ok = caffe2(lambda j: rename(j, "c" * room))
-    assert dry_run(ok, namespace).returncode == 0
-    too_long = caffe2(lambda j: rename(j, "c" * (room + 1)))
-    result = dry_run(too_long, namespace)
-    assert result.returncode != 0
-    assert (
-        f"worker name '{namespace}-{'c' * (room + 1)}-worker-1' (CAFFE2_CONFIG) would have 64 characters"
-        in (result.stderr)
-    )
+    assert dry_run(caffe2(lambda j: rename(j, "c" * (room + 10))), namespace).returncode == 0
 
 
 # --- updates -----------------------------------------------------------------------------------

@@ -271,3 +271,105 @@ def test_2_13_the_operators_tf_config_wins_over_the_templates():
     env = created["spec"]["containers"][0]["env"]
     tf_config = [e for e in env if e["name"] == "TF_CONFIG"]
     assert len(tf_config) == 1 and json.loads(tf_config[0]["value"])["cluster"]["worker"]
+
+
+def caffe2job(name, namespace, replicas=2, backend=None):
+    worker = template(0, run_for="2s")
+    worker["template"]["spec"]["containers"][0]["name"] = "caffe2"
+    body = {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "Caffe2Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "backendSpecs": backend
+            or {"backendType": "redis", "redisHost": "redis.example", "redisPort": 6379},
+            "replicaSpecs": {**worker, "replicas": replicas},
+        },
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    return name
+
+
+# A namespace that starts with a digit and is long: <namespace>-<job>-worker-<i> cannot be a name.
+LONG_NS = "1-" + "n" * 50
+long_namespace = namespace_fixture(LONG_NS)
+
+
+def test_2_10_caffe2_names_always_fit_and_resolve():
+    name = caffe2job("c" * 20, LONG_NS)
+    pods = wait_for(lambda: len(job_pods_c2(LONG_NS, name)) == 2 and job_pods_c2(LONG_NS, name), what="pods")
+    services = {s["metadata"]["name"] for s in get("services", "-n", LONG_NS)["items"]}
+    assert len(services) == 2
+    for svc in services:
+        assert len(svc) <= 63 and svc[0].isalpha(), svc
+    env = {e["name"]: e.get("value") for e in pods[0]["spec"]["containers"][0]["env"]}
+    hosts = {h.rsplit(":", 1)[0] for h in json.loads(env["CAFFE2_CONFIG"])["cluster"]["worker"]}
+    assert hosts == services, "CAFFE2_CONFIG names exactly the Services that exist"
+    wait_for(lambda: caffe2_state(LONG_NS, name) == "Succeeded", timeout=30, what=f"{name} succeeds")
+
+
+def test_2_16_caffe2_sets_every_variable_even_when_empty():
+    name = caffe2job(unique("c2env"), NS, replicas=1, backend={"backendType": "redis", "redisHost": "r"})
+    pod = wait_for(lambda: job_pods_c2(NS, name), what="the pod")[0]
+    for container in pod["spec"]["containers"]:
+        env = {e["name"]: e.get("value", "") for e in container["env"]}
+        expected = [
+            "REDIS_HOST",
+            "REDIS_PORT",
+            "NFS_PATH",
+            "SHARD_ID",
+            "NUM_SHARDS",
+            "RUN_ID",
+            "CAFFE2_CONFIG",
+        ]
+        assert list(env)[-7:] == expected
+        assert (env["REDIS_HOST"], env["REDIS_PORT"], env["NFS_PATH"]) == ("r", "0", "")
+
+
+def job_pods_c2(namespace, name):
+    """A Caffe2Job's pods, by owner: their caffe2_job_key label is shortened in a long namespace."""
+    items = get("pods", "-n", namespace, "-l", "caffe2_replica_type=worker")["items"]
+    return [p for p in items if p["metadata"]["ownerReferences"][0]["name"] == name]
+
+
+def caffe2_state(namespace, name):
+    conditions = get("caffe2job", "-n", namespace, name).get("status", {}).get("conditions") or []
+    return conditions[-1]["type"] if conditions else ""
+
+
+@pytest.mark.parametrize(("exit_code", "cleaned"), [(0, True), (1, False)])
+def test_2_14_paddle_unset_clean_pod_policy_and_services_in_podip_mode(exit_code, cleaned):
+    """paddle-operator v0.3.5: a per-pod Service in every intranet mode; with cleanPodPolicy unset
+    the pods and Services go when the job completes and stay when it fails."""
+    name = unique(f"pd-unset-{exit_code}")
+    worker = template(exit_code, run_for="4s", policy="Never")
+    worker["template"]["spec"]["containers"][0]["name"] = "paddle"
+    body = {
+        "apiVersion": "batch.paddlepaddle.org/v1",
+        "kind": "PaddleJob",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"intranet": "PodIP", "worker": {**worker, "replicas": 2}},
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+    def services():
+        return get("services", "-n", NS, "-l", f"training.kubeflow.org/job-name={name}")["items"]
+
+    found = wait_for(lambda: len(services()) == 2 and services(), timeout=30, what="a Service per pod")
+    assert sorted(p["port"] for p in found[0]["spec"]["ports"]) == list(range(36000, 36020))
+    expected = "Succeeded" if exit_code == 0 else "Failed"
+
+    def state_of():
+        conditions = get("paddlejob", "-n", NS, name).get("status", {}).get("conditions") or [{}]
+        return conditions[-1].get("type")
+
+    wait_for(lambda: state_of() == expected, timeout=60, what=f"{name} {expected}")
+    if cleaned:
+        wait_for(
+            lambda: not pod(f"{name}-worker-0") and not services(),
+            timeout=30,
+            what="pods and Services cleaned",
+        )
+    else:
+        time.sleep(4)
+        assert pod(f"{name}-worker-0") and len(services()) == 2

@@ -34,7 +34,8 @@ def test_pods_wait_for_volcano_to_admit_the_gang():
         "kind": "TFJob",
         "metadata": {"name": "gang", "namespace": NS},
         "spec": {
-            "runPolicy": {"schedulingPolicy": {"queue": "research"}},
+            # The deadline's clock starts when Volcano admits the gang, not at creation.
+            "runPolicy": {"schedulingPolicy": {"queue": "research"}, "activeDeadlineSeconds": 8},
             "tfReplicaSpecs": {
                 r: {
                     "replicas": n,
@@ -72,10 +73,12 @@ def test_pods_wait_for_volcano_to_admit_the_gang():
     assert pg["spec"]["queue"] == "research"
     assert pg["spec"]["minResources"] == {"cpu": "1500m", "memory": "3Gi"}
     assert pg["metadata"]["ownerReferences"][0]["name"] == "gang"
-    time.sleep(5)
+    time.sleep(10)
     assert pods("gang") == [], "no pod before Volcano admits the gang (training-operator #1630)"
     tfjob = get("tfjob", "-n", NS, "gang")
     assert tfjob["status"].get("lastReconcileTime")
+    assert "startTime" not in tfjob["status"], "held 10 s with an 8 s deadline: the clock has not started"
+    assert not [c for c in tfjob["status"]["conditions"] if c["type"] == "Failed"]
     # Volcano admits the gang.
     kubectl(
         "patch",
@@ -93,6 +96,12 @@ def test_pods_wait_for_volcano_to_admit_the_gang():
         assert p["spec"]["schedulerName"] == "volcano"
         assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "gang"
         assert p["metadata"]["annotations"]["volcano.sh/task-spec"] in ("ps", "worker")
+
+    def failed():
+        conditions = get("tfjob", "-n", NS, "gang")["status"]["conditions"]
+        return next((c for c in conditions if c["type"] == "Failed"), None)
+
+    assert "deadline" in wait_for(failed, timeout=30, what="the deadline, counted from admission")["message"]
     kubectl("delete", "tfjob", "-n", NS, "gang")
     wait_for(
         lambda: (
