@@ -13,7 +13,7 @@ import copy
 import pytest
 from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, tfjob, with_phases
 from training_jobs import conditions as cond
-from training_jobs.plan import DEFAULT_EVICTION_LIMIT, MAX_REPORTED_PROBLEMS, plan
+from training_jobs.plan import DEFAULT_EVICTION_LIMIT, MAX_REPORTED_PROBLEMS, plan, refused_status_plan
 
 VOLCANO = {"gang_scheduler": "volcano"}
 
@@ -365,3 +365,13 @@ def test_upstream_messages_verbatim(case, job, phases, ctype, reason, message):
         "TFJob job is created.",
         "MXJob job is created.",
     )
+
+
+def test_a_refused_status_fails_the_job_with_a_small_status():
+    job, _observed = created(tfjob(TF_CHIEF))
+    job["status"]["reportedPodProblems"] = ["x"] * 5
+    result = refused_status_plan(job, {}, "status.reportedPodProblems: Too many", LATER)
+    last = result["status"]["conditions"][-1]
+    assert last["type"] == cond.FAILED and "refused its status" in last["message"]
+    assert "reportedPodProblems" not in result["status"] and result["status"]["completionTime"] == LATER
+    assert result["metrics"] == {"failed": 1}

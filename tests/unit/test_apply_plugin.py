@@ -1,0 +1,104 @@
+"""The apply action plugin against a recording fake client: what it sends, and what it does with
+the API server's refusals (transient, invalid, conflict), without a cluster."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from test_plan_status import NOW, TF_CHIEF, tfjob
+from training_job_apply import _apply, _record_once
+from training_jobs.plan import plan
+from training_kube.client import ApiError
+
+
+class RecordingClient:
+    """Answers each (method, path prefix) with the first matching rule; records every request."""
+
+    def __init__(self, rules=()):
+        self.rules = list(rules)
+        self.calls = []
+
+    def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
+        self.calls.append({"method": method, "path": path, "body": copy.deepcopy(body)})
+        for rule_method, prefix, status, message in self.rules:
+            if rule_method == method and path.startswith(prefix):
+                if status >= 400:
+                    raise ApiError(status, json.dumps({"message": message}), method, path)
+                break
+        return {}
+
+    def sent(self, method, prefix=""):
+        return [c for c in self.calls if c["method"] == method and c["path"].startswith(prefix)]
+
+
+def first_plan(resource_version="7"):
+    job = tfjob(TF_CHIEF)
+    job["metadata"]["resourceVersion"] = resource_version
+    return plan(job, {}, {}, NOW)
+
+
+PODS = "/api/v1/namespaces/ns/pods"
+STATUS = "/apis/kubeflow.org/v1/namespaces/ns/tfjobs/job/status"
+
+
+def test_the_status_patch_carries_the_resource_version():
+    client = RecordingClient()
+    done = _apply(client, first_plan())
+    assert done["status_written"] and not done["conflict"]
+    (patch,) = client.sent("PATCH", STATUS)
+    assert patch["body"]["metadata"] == {"resourceVersion": "7"}
+
+
+def test_a_conflict_writes_nothing_counts_nothing_and_asks_for_a_fresh_pass():
+    client = RecordingClient([("PATCH", STATUS, 409, "the object has been modified")])
+    done = _apply(client, first_plan())
+    assert done["conflict"] and not done["status_written"]
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "deferred"),
+    [
+        (403, 'pods "job-worker-0" is forbidden: exceeded quota: q', True),
+        (429, "too many requests", True),
+        (500, "etcdserver: request timed out", True),
+        (422, 'Pod "job-worker-0" is invalid: spec.containers[0].name: Invalid value', False),
+        (400, "bad request", False),
+    ],
+)
+def test_refused_creates_are_deferred_or_rejected(status, message, deferred):
+    client = RecordingClient([("POST", PODS, status, message)])
+    done = _apply(client, first_plan())
+    refused = done["deferred"] if deferred else done["rejected"]
+    assert len(refused) == 4 and refused[0]["status"] == status
+    assert (done["deferred"] == []) is not deferred
+    assert client.sent("POST", "/api/v1/namespaces/ns/services"), "the other objects are still created"
+    # A rejected pass writes no status: the engine's rejected_plan replaces it.
+    assert bool(client.sent("PATCH", STATUS)) is deferred
+
+
+def test_a_deferred_create_is_recorded_once_under_a_name_derived_from_its_cause():
+    client = RecordingClient()
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "name": "job",
+        "namespace": "ns",
+        "uid": "0123456789ab",
+    }
+    refusal = {"kind": "Pod", "name": "job-worker-0", "status": 403, "message": "exceeded quota: q"}
+    _record_once(client, job, refusal, NOW)
+    _record_once(client, job, {**refusal, "name": "job-worker-1"}, NOW)
+    names = [c["body"]["metadata"]["name"] for c in client.sent("POST", "/api/v1/namespaces/ns/events")]
+    assert names == ["job.failedcreatepod.403.01234567"] * 2, "the API server's 409 keeps it to one"
+    event = client.sent("POST")[0]["body"]
+    assert (event["type"], event["reason"]) == ("Warning", "FailedCreatePod")
+    assert "exceeded quota" in event["message"]
+
+
+def test_a_status_refused_as_invalid_is_reported_for_the_engine_to_replace():
+    client = RecordingClient([("PATCH", STATUS, 422, "status.reportedPodProblems: Too many")])
+    done = _apply(client, first_plan())
+    assert done["status_refused"] == "status.reportedPodProblems: Too many"
+    assert not done["status_written"]
