@@ -16,6 +16,9 @@ The status patch carries the job's ``resourceVersion``: if the job changed since
 stale cache), the API server answers 409, nothing is counted, and the job is planned again from a
 fresh read a second later. A status the API server refuses as invalid is replaced by the engine's
 ``refused_status_plan`` (a Failed condition with the reason) instead of being retried unchanged.
+When the API server cannot be reached (or answers 429/5xx) the task does not fail: it asks for
+the pass again after ``UNAVAILABLE_RETRY_SECONDS``, a planned requeue that controller-runtime
+does not back off exponentially, so jobs move again within seconds of an outage's end.
 
 Argument ``plan``, the filter's result:
   ``job``: ``{apiVersion, kind, name, namespace, uid, resourceVersion, framework}`` of the job;
@@ -28,6 +31,8 @@ Argument ``plan``, the filter's result:
   ``events``: ``{type, reason, message[, about]}`` to record on the job; one with ``about``
   (``Kind/name``) only when that object was really created or deleted by this task;
   ``delete_job``: delete the job (its TTL after finishing has passed);
+  ``final``: label the job ``training.ato.dev/finished`` once everything else is written, so the
+  runtime's watch selector leaves it alone from then on;
   ``metrics``: ``{counter: n}`` for the job counters (``training_metrics``): counted once the
   status that records them is written (``deleted``: once the job is deleted);
   ``requeue_after``: passed through for the requeue task;
@@ -50,8 +55,13 @@ from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
-from training_jobs.plan import refused_status_plan, rejected_plan
-from training_kube.client import ApiError, Client, resource_path
+from training_jobs.plan import (
+    FINISHED_LABEL,
+    UNAVAILABLE_RETRY_SECONDS,
+    refused_status_plan,
+    rejected_plan,
+)
+from training_kube.client import ApiError, Client, resource_path, unavailable
 from training_metrics.report import report
 
 REPORTING_COMPONENT = "ansible-training-operator"
@@ -131,6 +141,13 @@ class ActionModule(ActionBase):
                 }
                 plan = failure
         except (ApiError, OSError) as err:
+            if unavailable(err):
+                return {
+                    **result,
+                    "changed": False,
+                    "warnings": [f"the API server is unavailable, trying again: {err}"],
+                    "requeue_after": f"{UNAVAILABLE_RETRY_SECONDS}s",
+                }
             return {**result, "failed": True, "msg": f"applying the plan failed: {err}"}
         finally:
             client.close()
@@ -226,6 +243,18 @@ def _apply(client: Client, plan: dict) -> dict:
             client.request("DELETE", job_path, {"propagationPolicy": "Background"})
             deleted.append(f"{job['kind']}/{job['name']}")
             job_deleted = True
+        except ApiError as err:
+            if err.status != 404:
+                raise
+    if plan.get("final") and not (rejected or deferred or conflict or status_refused or job_deleted):
+        try:
+            client.request(
+                "PATCH",
+                job_path,
+                {"metadata": {"labels": {FINISHED_LABEL: "true"}}},
+                content_type="application/merge-patch+json",
+                owner=False,
+            )
         except ApiError as err:
             if err.status != 404:
                 raise

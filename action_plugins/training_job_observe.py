@@ -10,7 +10,9 @@ kind whole, without the selector). A kind the cluster does not serve (a PodGroup
 installed) reads as empty. ``nodes_of_terminating_pods``: also read the node of every listed pod
 that is being deleted, into ``nodes`` (a node that does not exist is left out), so the engine can
 tell a lost node from a slow kubelet; no pod is terminating on most passes, and then nothing is read.
-Returns: ``objects`` - a map from each ``key`` to the objects found.
+Returns: ``objects`` - a map from each ``key`` to the objects found; when the API server cannot be
+reached or answers 429/5xx, ``{"unavailable": <reason>}`` instead, and the engine plans a short
+retry rather than the task failing into the runtime's exponential backoff.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
-from training_kube.client import ApiError, Client, resource_path
+from training_jobs.plan import UNAVAILABLE
+from training_kube.client import ApiError, Client, resource_path, unavailable
 
 
 class ActionModule(ActionBase):
@@ -51,6 +54,8 @@ class ActionModule(ActionBase):
             if args.get("nodes_of_terminating_pods"):
                 objects["nodes"] = _nodes_of_terminating(client, objects.get("pods") or [])
         except (ApiError, OSError) as err:
+            if unavailable(err):
+                return {**result, "changed": False, "objects": {UNAVAILABLE: str(err)}}
             return {**result, "failed": True, "msg": f"reading the job's objects failed: {err}"}
         finally:
             client.close()

@@ -19,12 +19,23 @@ cd "$root"
 log "operator $(bin/ansible-operator version | head -1) on $(kubectl config current-context 2>/dev/null || echo "$KUBECONFIG")"
 # The companion (lib/training_companion): job counters and the wake watcher, which the operator
 # pod runs as a sidecar; it stops by itself once this process (the operator, after exec) is gone.
-# JOB_WAKE=false leaves job updates to polling alone (JOB_POLL_SECONDS).
+# Jobs are not polled, so the companion must run: like the kubelet restarts the sidecar, this
+# loop restarts it if it dies, and its first list wakes every job whose pods changed meanwhile.
+# JOB_WAKE=false leaves job updates to polling alone: set JOB_POLL_SECONDS (e.g. 3) then.
 export JOB_METRICS_BIND=${JOB_METRICS_BIND:-127.0.0.1:8686}
 export JOB_METRICS_URL="http://$JOB_METRICS_BIND/observe"
 companion=(--bind "$JOB_METRICS_BIND" --exit-with-pid $$)
 [ "${JOB_WAKE:-true}" = true ] || companion+=(--no-wake)
-PYTHONPATH="$root/lib" python3 -m training_companion "${companion[@]}" &
+operator=$$
+(
+  trap 'exit 0' INT TERM
+  while kill -0 "$operator" 2>/dev/null; do
+    PYTHONPATH="$root/lib" python3 -m training_companion "${companion[@]}" || true
+    kill -0 "$operator" 2>/dev/null || break
+    log "the companion stopped; starting it again"
+    sleep 1
+  done
+) &
 exec bin/ansible-operator run \
   --watches-file="$root/watches.yaml" \
   --ansible-roles-path="$root/roles" \

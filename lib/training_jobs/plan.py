@@ -31,8 +31,17 @@ from training_jobs.profiles.base import Context, Counts, Outcome, Profile
 from training_jobs.registry import PROFILES, profile_for
 
 CLEAN_NONE, CLEAN_RUNNING, CLEAN_ALL = "None", "Running", "All"
-# Only a safety net: pod changes wake the job through the companion (lib/training_wake).
-DEFAULT_POLL = 30
+# How often a job held for its gang looks at its PodGroup again: Volcano admitting the gang
+# triggers no reconcile by itself.
+GANG_POLL_SECONDS = 30
+# The API server could not be read or written: try again soon, as a planned requeue rather than
+# a failed task, whose backoff controller-runtime doubles up to minutes during an outage.
+UNAVAILABLE_RETRY_SECONDS = 5
+# The observe step's key for "the API server could not be read" (its message).
+UNAVAILABLE = "unavailable"
+# Written on a job that is final and has nothing pending (clean-pod policy applied, no TTL):
+# watches.yaml's selector leaves such jobs to nobody, so they cost nothing, even at a restart.
+FINISHED_LABEL = "training.ato.dev/finished"
 # Waiting for something that triggers no reconcile by itself: a deleted pod to be gone so its
 # replacement can be created, a config map or a Volcano PodGroup before the pods.
 WAIT_SECONDS = 2
@@ -120,6 +129,8 @@ class _Pass:
         self.restarted_pods = 0
         # Replica types with a pod that exited with a permanent code under ExitCode.
         self.permanent_failures: list[str] = []
+        # The job is final with nothing pending: the apply step labels it FINISHED_LABEL.
+        self.final = False
         # Nodes of terminating pods, by name; None when the observe step did not read them.
         nodes = observed.get("nodes")
         self.nodes = None if nodes is None else {n["metadata"]["name"]: n for n in nodes}
@@ -289,6 +300,12 @@ def _until_gone(pod: dict[str, Any], now: datetime) -> float:
     return LOST_POD_GRACE_SECONDS
 
 
+def _mark_final(job: Job, p: _Pass) -> None:
+    """A finished job with no TTL has nothing left once this pass's clean-up is written."""
+    if job.run_policy.get("ttlSecondsAfterFinished") is None and not p.delete_job:
+        p.final = True
+
+
 def _finish(job: Job, p: _Pass, ctype: str, what: str, message: str) -> None:
     p.set_condition(job.kind, ctype, cond.TRUE, what, message)
     p.status["completionTime"] = p.status.get("completionTime") or p.now
@@ -394,10 +411,16 @@ def _reconcile_pods(
 
 def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], now: str) -> dict[str, Any]:
     """Decide one reconcile pass. See the module docstring for the order of rules."""
-    p = _Pass(cr, observed, config, now)
     profile = profile_for(cr.get("kind", ""))
     kind = cr.get("kind") or profile.kind
     name = (cr.get("metadata") or {}).get("name", "")
+    if (observed or {}).get(UNAVAILABLE):
+        # The job's objects could not be read: decide nothing from a partial view.
+        p = _Pass(cr, {}, config, now)
+        p.status = p.old_status
+        p.requeue_in(UNAVAILABLE_RETRY_SECONDS)
+        return _result(p, kind)
+    p = _Pass(cr, observed, config, now)
     if _managed_elsewhere(profile, cr):
         # training-operator's ManagedByExternalController: another controller (Kueue's
         # MultiKueue) runs the job; this operator creates nothing and writes no status.
@@ -453,7 +476,7 @@ def _sync_pod_group(profile: Profile, job: Job, p: _Pass, kind: str) -> bool:
         if "lastReconcileTime" not in p.old_status:
             p.event("Normal", "PodGroupPending", why)
         p.status["lastReconcileTime"] = p.now
-        p.requeue_in(float(p.config.get("poll_seconds") or DEFAULT_POLL))
+        p.requeue_in(float(p.config.get("poll_seconds") or GANG_POLL_SECONDS))
     return ready
 
 
@@ -482,6 +505,7 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
         _cleanup_finished(profile, job, p, succeeded)
         _delete_pod_group(job, p)
         _ttl(job, p)
+        _mark_final(job, p)
         return _result(p, kind)
 
     if job.run_policy.get("suspend"):
@@ -554,8 +578,11 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
         _cleanup_finished(profile, job, p, ok)
         _delete_pod_group(job, p)
         _ttl(job, p)
-    else:
-        p.requeue_in(float(p.config.get("poll_seconds") or DEFAULT_POLL))
+        _mark_final(job, p)
+    elif float(p.config.get("poll_seconds") or 0) > 0:
+        # Opt-in (JOB_POLL_SECONDS): pod changes wake the job through the companion's watcher
+        # (lib/training_wake), whose periodic re-list is the cheap safety net.
+        p.requeue_in(float(p.config["poll_seconds"]))
     return _result(p, kind)
 
 
@@ -727,11 +754,18 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
         "requeue_after": f"{math.ceil(min(p.requeue))}s" if p.requeue and not p.delete_job else "",
         "create_retry_after": f"{CREATE_RETRY_SECONDS}s" if p.create else "",
         "delete_job": p.delete_job,
+        "final": p.final and FINISHED_LABEL not in (meta.get("labels") or {}),
         "state": cond.current_state(p.conditions),
         "metrics": _metric_counts(p),
     }
     # Whether the apply step has anything to do; the role skips it otherwise.
     result["apply"] = bool(
-        p.create or p.update or p.delete or result["status"] is not None or p.events or p.delete_job
+        p.create
+        or p.update
+        or p.delete
+        or result["status"] is not None
+        or p.events
+        or p.delete_job
+        or result["final"]
     )
     return result

@@ -63,6 +63,13 @@ class ApiError(Exception):
         return self.details.get("message") or self.body[:300]
 
 
+def unavailable(err: Exception) -> bool:
+    """The API server is down, overloaded or unreachable: retrying soon is the answer."""
+    if isinstance(err, ApiError):
+        return err.status == 429 or err.status >= 500
+    return isinstance(err, OSError)
+
+
 def resource_path(api_version: str, kind: str, namespace: str | None, name: str | None = None) -> str:
     plural = RESOURCES.get((api_version, kind))
     if plural is None:

@@ -30,6 +30,11 @@ ANNOTATION = "training.ato.dev/pod-signature"
 JOB_KINDS = frozenset((p.api_version, p.kind) for p in PROFILES.values())
 # Label selectors ("key exists") that together match every pod of every kind.
 POD_SELECTORS = tuple(sorted({p.wake_label for p in PROFILES.values()}))
+# The job kinds whose pods each selector matches (Caffe2 pods carry caffe2-operator's labels).
+KINDS_BY_SELECTOR = {
+    selector: frozenset((p.api_version, p.kind) for p in PROFILES.values() if p.wake_label == selector)
+    for selector in POD_SELECTORS
+}
 # Waiting reasons of a container that is simply starting: not worth a reconcile.
 BENIGN_WAITING = {"ContainerCreating", "PodInitializing"}
 
@@ -90,9 +95,11 @@ class PodIndex:
     def __init__(self) -> None:
         self.pods: dict[JobKey, dict[str, tuple[str, int, tuple[str, ...]]]] = {}
 
-    def reset(self, pods: list[dict[str, Any]]) -> None:
-        """Start over from a full list (after a watch expired): no job is woken for it."""
-        self.pods = {}
+    def replace(self, pods: list[dict[str, Any]], kinds: frozenset[tuple[str, str]]) -> None:
+        """Start over from a full list of the pods of ``kinds``' jobs (after a watch error, a
+        restart or a periodic re-list): pods that went meanwhile are forgotten. Wakes nothing by
+        itself; :func:`stale_jobs` says which jobs missed a change."""
+        self.pods = {job: pods for job, pods in self.pods.items() if job[:2] not in kinds}
         for pod in pods:
             self.observe("ADDED", pod)
 
@@ -117,3 +124,25 @@ class PodIndex:
 
     def signature_of(self, job: JobKey) -> str:
         return signature(list(self.pods.get(job, {}).values()))
+
+
+def stale_jobs(
+    index: PodIndex, annotations: dict[JobKey, str | None], kinds: frozenset[tuple[str, str]]
+) -> tuple[set[JobKey], dict[JobKey, str]]:
+    """After a full list: the jobs whose annotation does not say what their pods are now (a
+    change the watcher missed while it, or the API server, was down) and, for the others, the
+    signature they already carry.
+
+    ``annotations`` maps every existing job of ``kinds`` to its :data:`ANNOTATION` (None when
+    unset); a job that is gone, or whose pods are not listed, is nobody's business here.
+    """
+    stale, current = set(), {}
+    for job in index.pods:
+        if job[:2] not in kinds or job not in annotations:
+            continue
+        sig = index.signature_of(job)
+        if annotations[job] == sig:
+            current[job] = sig
+        else:
+            stale.add(job)
+    return stale, current

@@ -1,34 +1,58 @@
 """The wake watcher: a watch on the operator's pods that writes a job's pod signature into the
 job's annotation when it changes (see :mod:`training_wake.signature` for why).
 
-One list, then a watch from its resourceVersion, re-listed when the watch expires. Changes are
-collected for ``debounce`` seconds and written once per job (a merge patch of one annotation),
-so pods that change together cost one write. Writes that fail are logged and dropped: the
-reconcile's own poll (``JOB_POLL_SECONDS``) is the safety net.
+One list, then a watch from its resourceVersion. Changes are collected for ``debounce`` seconds
+and written once per job (a merge patch of one annotation), so pods that change together cost
+one write; a write that fails (the API server is down) is tried again on the next flush.
+
+It is also the safety net for what a watch can miss, so the operator never has to poll: after
+every list (at start, after a watch error or an outage, and every ``resync`` seconds) it reads
+the jobs' annotations and wakes each job whose pods changed while nobody was watching. A
+restarted companion therefore catches up by itself, and jobs move again within seconds of an
+API server coming back.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 from training_kube.client import ApiError, Client, resource_path
 
-from training_wake.signature import ANNOTATION, POD_SELECTORS, JobKey, PodIndex
+from training_wake.signature import (
+    ANNOTATION,
+    KINDS_BY_SELECTOR,
+    POD_SELECTORS,
+    JobKey,
+    PodIndex,
+    stale_jobs,
+)
 
 log = logging.getLogger("training_wake")
+# Seconds between full re-lists; each costs one pod list and one job list per kind.
+DEFAULT_RESYNC = float(os.environ.get("WAKE_RESYNC_SECONDS") or 120)
 
 
 class Watcher:
-    def __init__(self, client: Client, debounce: float = 1.0, namespaces: list[str] | None = None):
+    def __init__(
+        self,
+        client: Client,
+        debounce: float = 1.0,
+        namespaces: list[str] | None = None,
+        resync: float = DEFAULT_RESYNC,
+    ):
         self.client = client
         self.debounce = debounce
+        self.resync = resync
         self.namespaces = namespaces or [""]
-        self.index = PodIndex()
+        # One index per (namespace, selector): each watch replaces only what it listed.
+        self.indexes: dict[tuple[str, str], PodIndex] = {}
         self.lock = threading.Lock()
         self.dirty: set[JobKey] = set()
         self.written: dict[JobKey, str] = {}
@@ -44,34 +68,64 @@ class Watcher:
         )
         return result.get("items") or [], result["metadata"]["resourceVersion"]
 
-    def _stream(self, namespace: str, selector: str, resource_version: str):
+    def _stream(self, namespace: str, selector: str, resource_version: str, timeout: float):
         query = {
             "labelSelector": selector,
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": "300",
+            "timeoutSeconds": str(max(1, int(timeout))),
         }
         url = self.client.server + self._pods_path(namespace) + "?" + urllib.parse.urlencode(query)
         req = urllib.request.Request(url, headers={"Accept": "application/json", **self.client.headers})
-        with urllib.request.urlopen(req, timeout=330, context=self.client.context) as resp:
+        with urllib.request.urlopen(req, timeout=timeout + 30, context=self.client.context) as resp:
             for line in resp:
                 if self.stop.is_set():
                     return
                 if line.strip():
                     yield json.loads(line)
 
+    def _annotations(self, namespace: str, kinds: frozenset[tuple[str, str]]) -> dict[JobKey, str | None]:
+        """Every job of ``kinds`` in the namespace ("" = all) and its pod-signature annotation."""
+        found: dict[JobKey, str | None] = {}
+        for api_version, kind in sorted(kinds):
+            path = resource_path(api_version, kind, namespace or None)
+            try:
+                items = self.client.request("GET", path, owner=False).get("items") or []
+            except ApiError as err:
+                if err.status == 404:  # the kind's CRD is not installed
+                    continue
+                raise
+            for job in items:
+                meta = job.get("metadata") or {}
+                key = (api_version, kind, meta.get("namespace", ""), meta.get("name", ""))
+                found[key] = (meta.get("annotations") or {}).get(ANNOTATION)
+        return found
+
+    def _catch_up(self, namespace: str, selector: str, pods: list[dict]) -> None:
+        """After a full list: forget what went meanwhile, wake the jobs that missed a change."""
+        kinds = KINDS_BY_SELECTOR.get(selector, frozenset())
+        annotations = self._annotations(namespace, kinds)
+        with self.lock:
+            index = self.indexes.setdefault((namespace, selector), PodIndex())
+            index.replace(pods, kinds)
+            stale, current = stale_jobs(index, annotations, kinds)
+            self.written.update(current)
+            self.dirty |= stale
+        if stale:
+            log.info("waking %d job(s) whose pods changed unwatched", len(stale))
+
     def watch(self, namespace: str, selector: str) -> None:
         """List and watch the pods matching ``selector`` in one namespace ("" = all) until
-        :attr:`stop` is set."""
+        :attr:`stop` is set, listing again every :attr:`resync` seconds and after any error."""
         while not self.stop.is_set():
             try:
                 pods, rv = self._list(namespace, selector)
-                with self.lock:
-                    for pod in pods:
-                        self.index.observe("ADDED", pod)
-                while not self.stop.is_set():
-                    for event in self._stream(namespace, selector, rv):
+                self._catch_up(namespace, selector, pods)
+                index = self.indexes[(namespace, selector)]
+                until = time.monotonic() + self.resync
+                while not self.stop.is_set() and time.monotonic() < until:
+                    for event in self._stream(namespace, selector, rv, min(300, until - time.monotonic())):
                         obj = event.get("object") or {}
                         if event.get("type") == "ERROR":
                             raise ApiError(
@@ -81,21 +135,37 @@ class Watcher:
                         if event.get("type") == "BOOKMARK":
                             continue
                         with self.lock:
-                            job = self.index.observe(event["type"], obj)
+                            job = index.observe(event["type"], obj)
                             if job:
                                 self.dirty.add(job)
             except (ApiError, OSError, ValueError, urllib.error.URLError) as err:
-                # 410 Gone (expired resourceVersion) and dropped connections: list again.
+                # 410 Gone (expired resourceVersion), dropped connections, an API server that is
+                # down: list again, which catches up on whatever happened meanwhile.
                 log.info("pod watch restarts: %s", err)
                 self.stop.wait(1)
+            except Exception:
+                # Never let the safety net die quietly: log and start over from a list.
+                log.exception("pod watch failed; listing again")
+                self.stop.wait(1)
+
+    def signature_of(self, job: JobKey) -> str:
+        for index in self.indexes.values():
+            if job in index.pods:
+                return index.signature_of(job)
+        return ""
+
+    def _known(self, job: JobKey) -> bool:
+        return any(job in index.pods for index in self.indexes.values())
 
     # --- writing -------------------------------------------------------------------------------
     def flush(self) -> int:
-        """Write the signature of every job that changed since the last flush; returns writes."""
+        """Write the signature of every job that changed since the last flush; returns writes.
+        A write the API server did not take is kept for the next flush."""
         with self.lock:
             jobs, self.dirty = self.dirty, set()
-            todo = [(job, self.index.signature_of(job)) for job in jobs]
+            todo = [(job, self.signature_of(job)) for job in jobs]
         writes = 0
+        failed = set()
         for job, sig in todo:
             if self.written.get(job) == sig:
                 continue
@@ -113,10 +183,12 @@ class Watcher:
                 writes += 1
             except (ApiError, OSError) as err:
                 if getattr(err, "status", 0) != 404:
-                    log.warning("could not wake %s %s/%s: %s", kind, namespace, name, err)
-        # Forget jobs that have no pods any more.
+                    log.warning("could not wake %s %s/%s (will retry): %s", kind, namespace, name, err)
+                    failed.add(job)
         with self.lock:
-            for job in [j for j in self.written if j not in self.index.pods]:
+            self.dirty |= failed
+            # Forget jobs that have no pods any more.
+            for job in [j for j in self.written if not self._known(j)]:
                 del self.written[job]
         return writes
 

@@ -29,6 +29,9 @@ class RecordingClient:
                 break
         return {}
 
+    def close(self):
+        pass
+
     def sent(self, method, prefix=""):
         return [c for c in self.calls if c["method"] == method and c["path"].startswith(prefix)]
 
@@ -102,3 +105,52 @@ def test_a_status_refused_as_invalid_is_reported_for_the_engine_to_replace():
     done = _apply(client, first_plan())
     assert done["status_refused"] == "status.reportedPodProblems: Too many"
     assert not done["status_written"]
+
+
+JOB_PATH = "/apis/kubeflow.org/v1/namespaces/ns/tfjobs/job"
+
+
+def finished_plan(labels=None):
+    job = tfjob([("Worker", 1)])
+    job["metadata"]["labels"] = labels or {}
+    job["status"] = {
+        "conditions": [{"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": ""}],
+        "completionTime": NOW,
+    }
+    return plan(job, {"pods": [], "services": []}, {}, NOW)
+
+
+def test_a_final_job_is_labelled_so_the_runtime_leaves_it_alone():
+    client = RecordingClient()
+    _apply(client, finished_plan())
+    (label,) = [c for c in client.sent("PATCH", JOB_PATH) if not c["path"].endswith("/status")]
+    assert label["body"] == {"metadata": {"labels": {"training.ato.dev/finished": "true"}}}
+    labelled = finished_plan({"training.ato.dev/finished": "true"})
+    assert not labelled["apply"] and not labelled["final"]
+
+
+def test_a_final_job_is_not_labelled_when_its_status_was_not_written():
+    client = RecordingClient([("PATCH", STATUS, 409, "modified")])
+    _apply(client, {**finished_plan(), "status": {"completionTime": NOW}})
+    assert [c["path"] for c in client.sent("PATCH")] == [STATUS], "a stale pass labels nothing"
+
+
+@pytest.mark.parametrize("error", [ApiError(503, "{}", "POST", PODS), ConnectionRefusedError("refused")])
+def test_an_unreachable_api_server_is_a_short_planned_retry_not_a_failure(error, monkeypatch):
+    import training_job_apply
+
+    class Down(RecordingClient):
+        def request(self, *args, **kwargs):
+            raise error
+
+    monkeypatch.setattr(training_job_apply, "Client", lambda: Down())
+    action = training_job_apply.ActionModule.__new__(training_job_apply.ActionModule)
+    monkeypatch.setattr(training_job_apply.ActionBase, "run", lambda *a, **k: {})
+    action._task = type("Task", (), {"args": {"plan": first_plan()}})()
+    result = action.run()
+    assert not result.get("failed") and result["requeue_after"] == "5s"
+
+
+def test_an_unreadable_job_is_planned_as_a_retry_with_nothing_decided():
+    result = plan(tfjob(TF_CHIEF), {"unavailable": "503"}, {}, NOW)
+    assert not result["apply"] and result["requeue_after"] == "5s" and result["status"] is None

@@ -79,7 +79,7 @@ def test_a_job_managed_elsewhere_is_left_alone(manager, runs):
     assert bool(result["create"]) is runs
     assert (result["status"] is not None) is runs
     assert result["apply"] is runs
-    assert (result["requeue_after"] != "") is runs
+    assert (result["create_retry_after"] != "") is runs
 
 
 # --- 4. backoffLimit as training-operator's PastBackoffLimit counts --------------------------------
@@ -169,8 +169,10 @@ def test_a_finished_job_keeps_its_counts_when_its_pods_go():
     counts = copy.deepcopy(done["status"]["replicaStatuses"])
     # The clean-pod policy removed the pods; the operator restarts and sees none.
     again = plan(job, {"pods": [], "services": []}, {}, "2026-11-23T12:00:00Z")
-    assert again["status"] is None and not again["apply"]
+    assert again["status"] is None and again["final"], "only the finished label is written"
     assert job["status"]["replicaStatuses"] == counts
+    job["metadata"]["labels"] = {"training.ato.dev/finished": "true"}
+    assert not plan(job, {"pods": [], "services": []}, {}, "2026-11-23T12:00:00Z")["apply"]
 
 
 # --- 8. the status stays writable -----------------------------------------------------------------------

@@ -484,14 +484,22 @@ def test_mxjob_scheduler_pod_runs_with_never_under_exit_code():
 
 
 def requeue_seconds(result):
-    return int(result["requeue_after"].rstrip("s"))
+    return int(result["requeue_after"].rstrip("s") or 0)
 
 
 @pytest.mark.parametrize(
     ("name", "result", "seconds"),
     [
-        # an active job with nothing pending: only the safety-net poll (pod changes wake it)
-        ("running", lambda: running_job(tfjob(TF_CHIEF))[2], 30),
+        # an active job with nothing pending is not polled: pod changes wake it
+        ("running", lambda: running_job(tfjob(TF_CHIEF))[2], 0),
+        # unless the operator is told to poll (JOB_POLL_SECONDS, e.g. without the companion)
+        (
+            "polled",
+            lambda: plan(
+                created(tfjob(TF_CHIEF))[0], created(tfjob(TF_CHIEF))[1], {"poll_seconds": 3}, LATER
+            ),
+            3,
+        ),
         # a failed pod deleted to be recreated: nothing reconciles the job when it is gone
         (
             "recreating",

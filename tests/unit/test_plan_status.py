@@ -342,8 +342,11 @@ def test_status_rules(name, job, phases, expected):
     if expected in (cond.SUCCEEDED, cond.FAILED):
         assert result["status"]["completionTime"] == LATER
         assert result["requeue_after"] == "", "a finished job without TTL is not polled"
+        assert result["final"], "and nothing is pending: it is labelled and left alone"
     else:
-        assert result["requeue_after"], "an active job is looked at again"
+        assert not result["final"]
+        # Only a pod being recreated (2 s) or being deleted (when its grace ends) asks to look again.
+        assert result["requeue_after"] in ("", "1s", "2s")
 
 
 def test_state_reaches_the_printer_column_last():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from training_wake.signature import ANNOTATION, PodIndex, job_of, pod_state, signature
+from training_wake.signature import ANNOTATION, PodIndex, job_of, pod_state, signature, stale_jobs
 
 OWNER = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "controller": True, "uid": "u"}
 JOB = ("kubeflow.org/v1", "TFJob", "team", "mnist")
@@ -97,9 +97,12 @@ def test_which_events_wake_the_job(events, woken):
     assert [index.observe(t, copy.deepcopy(p)) for t, p in events] == woken
 
 
+TF = frozenset({("kubeflow.org/v1", "TFJob")})
+
+
 def test_index_signature_and_forgetting_jobs():
     index = PodIndex()
-    index.reset([pod("a", "Running"), pod("b", "Running")])
+    index.replace([pod("a", "Running"), pod("b", "Running")], TF)
     assert index.signature_of(JOB) == "Running=2"
     index.observe("MODIFIED", pod("a", "Succeeded"))
     assert index.signature_of(JOB) == "Running=1,Succeeded=1"
@@ -136,3 +139,76 @@ def test_every_kind_has_its_pods_watched(kind):
         assert job_of(p) is not None
     assert profile.wake_label in POD_SELECTORS
     assert (profile.api_version, kind) in JOB_KINDS
+
+
+def test_a_new_list_forgets_pods_that_went_unwatched_and_keeps_other_kinds():
+    index = PodIndex()
+    paddle_owner = {**OWNER, "apiVersion": "batch.paddlepaddle.org/v1", "kind": "PaddleJob"}
+    index.replace([pod("a", "Running"), pod("b", "Running"), pod("p", "Running", owner=paddle_owner)], TF)
+    index.replace([pod("a", "Succeeded")], TF)
+    assert index.signature_of(JOB) == "Succeeded=1"
+    assert index.signature_of(("batch.paddlepaddle.org/v1", "PaddleJob", "team", "mnist")) == "Running=1"
+
+
+OTHER = ("kubeflow.org/v1", "TFJob", "team", "other")
+
+
+@pytest.mark.parametrize(
+    ("annotation", "stale"),
+    [
+        ("Running=1,Succeeded=1", False),  # nothing happened while nobody watched
+        ("Running=2", True),  # a pod finished meanwhile
+        (None, True),  # never written (the watcher was down since the pods started)
+    ],
+)
+def test_stale_jobs_are_those_whose_annotation_is_behind(annotation, stale):
+    index = PodIndex()
+    index.replace([pod("a", "Running"), pod("b", "Succeeded")], TF)
+    found, current = stale_jobs(index, {JOB: annotation, OTHER: None}, TF)
+    assert found == ({JOB} if stale else set())
+    assert current == ({} if stale else {JOB: annotation})
+
+
+def test_a_job_that_is_gone_or_of_another_kind_is_never_stale():
+    index = PodIndex()
+    index.replace([pod("a", "Running")], TF)
+    assert stale_jobs(index, {}, TF) == (set(), {})
+    assert stale_jobs(index, {JOB: None}, frozenset({("kubeflow.org/v1", "MXJob")})) == (set(), {})
+
+
+class RecordingClient:
+    server = "http://127.0.0.1:1"
+
+    def __init__(self, jobs, fail_patches=0):
+        self.jobs = jobs
+        self.fail_patches = fail_patches
+        self.patches = []
+
+    def request(self, method, path, body=None, owner=True, **_kw):
+        if method == "GET":
+            return {"items": self.jobs if path.endswith("/tfjobs") else []}
+        if self.fail_patches:
+            self.fail_patches -= 1
+            raise ConnectionRefusedError("the API server is down")
+        self.patches.append((path, body))
+        return {}
+
+
+def tfjob_item(name, annotation=None):
+    annotations = {ANNOTATION: annotation} if annotation else {}
+    return {"metadata": {"name": name, "namespace": "team", "annotations": annotations}}
+
+
+def test_after_a_list_the_watcher_wakes_jobs_that_missed_a_change_and_retries_failed_writes():
+    from training_wake.watcher import Watcher
+
+    client = RecordingClient([tfjob_item("mnist", "Running=2")], fail_patches=1)
+    watcher = Watcher(client)
+    selector = "training.kubeflow.org/operator-name"
+    watcher._catch_up("", selector, [pod("a", "Running"), pod("b", "Succeeded")])
+    assert watcher.flush() == 0, "the API server is still down"
+    assert watcher.flush() == 1, "kept and written once it is back"
+    (path, body), *_ = client.patches
+    assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist"
+    assert body == {"metadata": {"annotations": {ANNOTATION: "Running=1,Succeeded=1"}}}
+    assert watcher.flush() == 0, "nothing new: nothing written"

@@ -1,0 +1,121 @@
+"""What the operator spends on jobs where nothing changes, against the running operator: an idle
+running job and a finished one run no Ansible at all, and a companion that dies loses no job.
+
+An Ansible run of a job is counted from the operator's log (OPERATOR_LOG, set by hack/test.sh):
+each run starts with the task that reads the job's objects."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from kube import get, kubectl, namespace_fixture, wait_for
+from test_lifecycle import template, unique
+
+pytestmark = pytest.mark.cluster
+
+NS = "ato-cost"
+FINISHED = "training.ato.dev/finished"
+COMPANION = "-m training_companion"
+
+namespace = namespace_fixture(NS)
+
+
+def runs(name: str) -> int:
+    log = Path(os.environ["OPERATOR_LOG"]).read_text(errors="replace")
+    return sum(
+        1
+        for line in log.splitlines()
+        if f'"name":"{name}"' in line
+        and f'"namespace":"{NS}"' in line
+        and "Read the objects the job owns" in line
+    )
+
+
+def tfjob(name, specs, run_policy=None):
+    spec = {"tfReplicaSpecs": specs, **({"runPolicy": run_policy} if run_policy else {})}
+    body = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name, "namespace": NS}}
+    kubectl("apply", "-f", "-", stdin=json.dumps({**body, "spec": spec}))
+    return name
+
+
+def state(name):
+    conditions = get("tfjob", "-n", NS, name).get("status", {}).get("conditions") or []
+    return conditions[-1]["type"] if conditions else ""
+
+
+def settled(name, quiet=3.0, timeout=30.0):
+    """Wait until the job's Ansible runs stop for ``quiet`` seconds; the count then."""
+    deadline = time.monotonic() + timeout
+    count = runs(name)
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = runs(name)
+        if now == count:
+            return count
+        count = now
+    raise AssertionError(f"{name} kept reconciling")
+
+
+def test_an_idle_running_job_runs_no_ansible():
+    name = tfjob(unique("idle"), {"PS": template(), "Worker": {**template(), "replicas": 2}})
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    before = settled(name)
+    # Longer than the 30 s safety-net poll this replaces.
+    time.sleep(35)
+    assert runs(name) == before, "an idle job's pods changed nothing: no Ansible run"
+
+
+def test_a_finished_job_is_labelled_and_never_reconciled_again():
+    name = tfjob(unique("final"), {"Worker": template(0)})
+    wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
+    wait_for(
+        lambda: get("tfjob", "-n", NS, name)["metadata"].get("labels", {}).get(FINISHED) == "true",
+        timeout=15,
+        what="the finished label",
+    )
+    before = settled(name)
+    # An annotation change reconciles any other job (watchAnnotationsChanges).
+    kubectl("annotate", "tfjob", "-n", NS, name, "touched=yes")
+    time.sleep(5)
+    assert runs(name) == before
+
+
+def test_a_job_with_a_ttl_is_deleted_on_time_without_the_label():
+    name = tfjob(unique("ttl"), {"Worker": template(0)}, {"ttlSecondsAfterFinished": 2})
+    wait_for(
+        lambda: kubectl("get", "tfjob", "-n", NS, name, check=False).returncode != 0,
+        timeout=30,
+        what=f"{name} deleted by its TTL",
+    )
+
+
+def signal_companion(sig: str) -> None:
+    subprocess.run(["pkill", f"-{sig}", "-f", COMPANION], check=False)
+
+
+def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
+    """Nothing polls a job: while the companion is frozen its pod finishes unseen; once it is
+    killed, the supervisor (hack/run.sh; the kubelet in a pod) starts it again and its first
+    list wakes the job whose annotation is behind."""
+    name = tfjob(unique("companion"), {"Worker": template(0, run_for="6s", policy="Never")})
+    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    signal_companion("STOP")
+    try:
+        wait_for(
+            lambda: get("pod", "-n", NS, f"{name}-worker-0")["status"].get("phase") == "Succeeded",
+            timeout=30,
+            what="the pod finished while nobody watched",
+        )
+        time.sleep(2)
+        assert state(name) == "Running", "nothing else woke the job"
+    finally:
+        signal_companion("KILL")
+    wait_for(
+        lambda: state(name) == "Succeeded", timeout=30, what=f"{name} Succeeded after the companion came back"
+    )
+    assert subprocess.run(["pgrep", "-f", COMPANION], check=False).returncode == 0, "the companion runs again"
