@@ -84,6 +84,10 @@ e2e: tools ## Against the cluster: harness checks, admission tests, molecule wit
 bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator (about 35 min)
 	hack/bench.sh --profile full
 
+.PHONY: bench-scale
+bench-scale: tools ## The cost with changes only: steady state, restarts, a control-plane outage (about 20 min)
+	hack/bench.sh --profile scale --targets ours
+
 .PHONY: bench-smoke
 bench-smoke: tools ## A few-minute run of every benchmark measurement (part of make test)
 	hack/bench.sh --profile smoke

@@ -6,6 +6,8 @@
 #   hack/cluster.sh up        create (or reuse) the cluster; prints the kubeconfig path
 #   hack/cluster.sh down      delete it
 #   hack/cluster.sh kubeconfig  print the kubeconfig path
+#   hack/cluster.sh stop|start  stop every process of the cluster, start them again (the
+#                               benchmark's control-plane outage)
 #
 # State lives in .kwok/ of this checkout; the kubeconfig is .kwok/clusters/<name>/kubeconfig.yaml.
 # The name is ATO_CLUSTER (default ato); the benchmark uses its own (ato-bench) so its
@@ -65,5 +67,7 @@ case ${1:-up} in
   up) up ;;
   down) down ;;
   kubeconfig) echo "$kubeconfig" ;;
-  *) echo "usage: $0 up|down|kubeconfig" >&2; exit 2 ;;
+  stop) "$bin/kwokctl" --name "$name" stop cluster >&2 ;;
+  start) "$bin/kwokctl" --name "$name" start cluster --wait 2m >&2 ;;
+  *) echo "usage: $0 up|down|kubeconfig|stop|start" >&2; exit 2 ;;
 esac

@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jobs as joblib
 import measure
+import scale
 from kubernetes import client, config, watch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,8 +55,30 @@ PROFILES = {
         "floor_jobs": 30,
     },
     # The smoke run in `make test`: every measurement path once, in a few minutes.
-    "smoke": {"bursts": [1, 4], "scenarios": ["TFJob", "mixed"], "upstream_bursts": [1], "floor_jobs": 4},
+    "smoke": {
+        "bursts": [1, 4],
+        "scenarios": ["TFJob", "mixed"],
+        "upstream_bursts": [1],
+        "floor_jobs": 4,
+        "scale": {"steady": [0, 5], "window": 10, "restart": [20], "outage": 3, "down_s": 5},
+    },
+    # The cost with changes (scale.py): steady state, restarts and an outage, this operator only.
+    "scale": {
+        "bursts": [],
+        "scenarios": [],
+        "upstream_bursts": [],
+        "floor_jobs": 0,
+        "scale": {
+            "steady": [0, 25, 100, 500],
+            "window": 60,
+            "restart": [100, 1000],
+            "outage": 20,
+            "down_s": 10,
+        },
+    },
 }
+# The full profile ends with the scale scenarios too.
+PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]
 REPLICAS = 5
 RUN_FOR = "5s"
 # In every namespace name: runner artifacts of an earlier run (/tmp/ansible-operator) never mix in.
@@ -466,7 +489,7 @@ def main() -> None:
                 "kernel": platform.release(),
             },
             "max_concurrent_reconciles": int(args.concurrency),
-            "job_poll_seconds": int(os.environ.get("JOB_POLL_SECONDS", "30")),
+            "job_poll_seconds": int(os.environ.get("JOB_POLL_SECONDS") or 0),
             "job_wake": os.environ.get("JOB_WAKE", "true"),
             "replicas": REPLICAS,
             "run_for": RUN_FOR,
@@ -478,7 +501,7 @@ def main() -> None:
         },
         "bursts": [],
     }
-    if "floor" in targets:
+    if "floor" in targets and profile["floor_jobs"]:
         results["floor"] = floor_run(env, out, profile["floor_jobs"])
     index = 0
     if "ours" in targets:
@@ -486,17 +509,24 @@ def main() -> None:
         op.start()
         try:
             results["bursts"] += bursts(op, profile["scenarios"], profile["bursts"], index)
+            if profile.get("scale"):
+                results["scale"] = scale.run(sys.modules[__name__], op, profile["scale"])
         finally:
             op.stop()
         index = 100
-    if "upstream" in targets:
+    if "upstream" in targets and profile["upstream_bursts"]:
         results["bursts"] += upstream_run(env, out, profile["upstream_bursts"], index)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     log(f"results in {out}/results.json")
     unfinished = [b for b in results["bursts"] if b["succeeded"] < b["jobs"]]
     for b in unfinished:
         log(f"{b['target']} {b['scenario']} x{b['jobs']}: only {b['succeeded']} jobs succeeded")
-    if unfinished:
+    broken = scale.incomplete(results.get("scale") or [])
+    for line in broken:
+        log(line)
+    for line in scale.within_targets(results.get("scale") or []):
+        log(f"target missed: {line}")
+    if unfinished or broken:
         sys.exit(1)
 
 

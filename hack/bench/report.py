@@ -178,6 +178,70 @@ def plots(results: dict, out: Path) -> None:
     plt.close(fig)
 
 
+def scale_rows(results: dict) -> list[str]:
+    """The cost-with-changes scenarios (scale.py), one table each."""
+    scale = results.get("scale") or []
+    md = []
+    steady = [r for r in scale if r["scenario"] == "steady"]
+    if steady:
+        md += [
+            "| running jobs | operator CPU (cores) | probe create → pod (s) | probe pod finished → condition (s) | all running after (s) |",
+            "| ---: | ---: | ---: | ---: | ---: |",
+        ]
+        md += [
+            f"| {r['running_jobs']} | {f(r['cores'], 3)} | {f(r['probe_create_to_pod'])} | "
+            f"{f(r['probe_finish_to_condition'])} | {f(r['start_s'], 0)} |"
+            for r in steady
+        ]
+        md.append("")
+    for r in scale:
+        if r["scenario"] == "restart":
+            md.append(
+                f"- Restart with {r['finished_jobs']} finished jobs: a new job's first pod "
+                f"{f(r['ready_to_first_pod'])} s after the operator is ready; {f(r['cpu_first_20s'])} CPU s "
+                "in its first 20 s."
+            )
+        if r["scenario"] == "outage":
+            md.append(
+                f"- Control plane stopped {f(r['down_s'], 0)} s during a burst of {r['jobs']} jobs: the "
+                f"burst done {f(r['back_to_done'], 1)} s after the API server was back "
+                f"({r['finished']}/{r['jobs']} finished)."
+            )
+    missed = scale_module().within_targets(scale)
+    if scale:
+        md += (
+            ["", *(f"- Target missed: {m}" for m in missed)] if missed else ["", "- Every scale target met."]
+        )
+    return md
+
+
+def scale_module():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import scale
+
+    return scale
+
+
+def scale_plot(results: dict, out: Path) -> bool:
+    steady = [r for r in results.get("scale") or [] if r["scenario"] == "steady"]
+    if not steady:
+        return False
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(
+        [r["running_jobs"] for r in steady], [r["cores"] for r in steady], marker="o", label="operator CPU"
+    )
+    ax.axhline(0.05, color="grey", linestyle="--", label="target 0.05 cores")
+    ax.set_xlabel("running jobs whose pods do not change")
+    ax.set_ylabel("cores")
+    ax.set_title("steady-state cost")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "steady_state.png", dpi=100)
+    plt.close(fig)
+    return True
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     results = json.loads((out / "results.json").read_text())
@@ -196,15 +260,21 @@ def main() -> None:
             f"{f(floor['cpu_seconds_per_reconcile'])} CPU s per reconcile over {f(floor['reconciles'], 0)} reconciles.",
             "",
         ]
-    md += ["## Bursts", "", *rows(results), ""]
+    if results["bursts"]:
+        md += ["## Bursts", "", *rows(results), ""]
     t = targets(results)
     if t:
         md += ["## Targets", "", *t, ""]
     r = ratios(results)
     if r:
         md += ["## Ours / training-operator (TFJob)", "", *r, ""]
-    plots(results, out)
-    md += ["![latency CDF](latency_cdf.png)", "", "![throughput](throughput.png)", ""]
+    if results["bursts"]:
+        plots(results, out)
+        md += ["![latency CDF](latency_cdf.png)", "", "![throughput](throughput.png)", ""]
+    if results.get("scale"):
+        md += ["## Cost with changes", "", *scale_rows(results), ""]
+        if scale_plot(results, out):
+            md += ["![steady state](steady_state.png)", ""]
     (out / "results.md").write_text("\n".join(md))
     print(out / "results.md")
 
