@@ -1,0 +1,105 @@
+"""Every framework profile is wired everywhere a job kind must be, as kiali's hack/verify-*
+checks do for its drift: a kind added to the registry and forgotten in one place fails here
+with that place's name. The places are docs/architecture.md's "Adding a framework" list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from training_jobs.registry import PROFILES
+from training_kube.client import RESOURCES
+
+ROOT = Path(__file__).resolve().parents[2]
+KINDS = sorted(PROFILES)
+# The flags every kind is watched with (watches.yaml's comments say why).
+STANDARD_WATCH = {
+    "manageStatus": False,
+    "markUnsafe": True,
+    "snakeCaseParameters": False,
+    "watchDependentResources": True,
+    "watchAnnotationsChanges": True,
+    "selector": {"matchExpressions": [{"key": "training.ato.dev/finished", "operator": "DoesNotExist"}]},
+}
+
+
+def plural(kind: str) -> str:
+    profile = PROFILES[kind]
+    return RESOURCES[(profile.api_version, kind)]
+
+
+def group_version(kind: str) -> tuple[str, str]:
+    group, _, version = PROFILES[kind].api_version.rpartition("/")
+    return group, version
+
+
+def load_all(path: Path) -> list:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_watch_entry_with_the_standard_flags(kind):
+    group, version = group_version(kind)
+    (entry,) = [w for w in yaml.safe_load((ROOT / "watches.yaml").read_text()) if w["kind"] == kind]
+    assert (entry["group"], entry["version"]) == (group, version)
+    assert {k: entry.get(k) for k in STANDARD_WATCH} == STANDARD_WATCH
+    assert entry["role"] == kind.lower()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_role_hands_the_cr_to_the_engine(kind):
+    group, _ = group_version(kind)
+    (task,) = yaml.safe_load((ROOT / "roles" / kind.lower() / "tasks" / "main.yml").read_text())
+    assert task["ansible.builtin.import_role"] == {"name": "training_job"}
+    variable = "_" + group.replace(".", "_") + "_" + kind.lower()
+    assert task["vars"] == {"training_job_cr": "{{ " + variable + " }}"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_crd_is_generated_and_installed(kind):
+    group, version = group_version(kind)
+    path = ROOT / "config" / "crd" / "bases" / f"{group}_{plural(kind)}.yaml"
+    crd = yaml.safe_load(path.read_text())
+    assert crd["spec"]["names"]["kind"] == kind
+    assert version in [v["name"] for v in crd["spec"]["versions"]]
+    kustomization = yaml.safe_load((ROOT / "config" / "crd" / "kustomization.yaml").read_text())
+    assert f"bases/{path.name}" in kustomization["resources"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_operator_role_grants_what_the_engine_does(kind):
+    group, _ = group_version(kind)
+    rules = yaml.safe_load((ROOT / "config" / "rbac" / "role.yaml").read_text())["rules"]
+
+    def verbs(resource):
+        return {
+            v for r in rules if group in r["apiGroups"] and resource in r["resources"] for v in r["verbs"]
+        }
+
+    assert {"get", "list", "watch", "patch", "delete"} <= verbs(plural(kind))
+    assert "patch" in verbs(f"{plural(kind)}/status")
+    assert "update" in verbs(f"{plural(kind)}/finalizers")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_olm_install_test_waits_for_the_crd(kind):
+    group, _ = group_version(kind)
+    assert f"{plural(kind)}.{group}" in (ROOT / "hack" / "olm-test.sh").read_text()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_sample_and_a_user_guide(kind):
+    samples = [d for p in (ROOT / "config" / "samples").glob("*.yaml") for d in load_all(p)]
+    assert any(d.get("kind") == kind for d in samples)
+    assert (ROOT / "docs" / f"user-guide-{kind.lower()}.md").exists()
+
+
+def test_removing_an_entry_fails_the_wiring_test(tmp_path, monkeypatch):
+    """The test can fail: without TFJob's watch entry, its check raises."""
+    watches = [w for w in yaml.safe_load((ROOT / "watches.yaml").read_text()) if w["kind"] != "TFJob"]
+    fake_root = tmp_path
+    (fake_root / "watches.yaml").write_text(yaml.safe_dump(watches))
+    monkeypatch.setattr(__import__(__name__), "ROOT", fake_root)
+    with pytest.raises(ValueError):
+        test_watch_entry_with_the_standard_flags("TFJob")
