@@ -60,6 +60,7 @@ from training_jobs.plan import (
     UNAVAILABLE_RETRY_SECONDS,
     refused_status_plan,
     rejected_plan,
+    status_digest,
 )
 from training_kube.client import ApiError, Client, resource_path, unavailable
 from training_metrics.report import report
@@ -211,12 +212,10 @@ def _apply(client: Client, plan: dict) -> dict:
         if job.get("resourceVersion"):
             patch["metadata"] = {"resourceVersion": job["resourceVersion"]}
         try:
-            client.request("PATCH", job_path + "/status", patch, content_type="application/merge-patch+json")
-            status_written = True
+            status_written = _patch_status(client, job_path, patch, job)
+            conflict = not status_written
         except ApiError as err:
-            if err.status == 409:
-                conflict = True
-            elif err.status in PERMANENT:
+            if err.status in PERMANENT:
                 status_refused = err.message
             elif err.status != 404:
                 raise
@@ -270,6 +269,32 @@ def _apply(client: Client, plan: dict) -> dict:
         "conflict": conflict,
         "metrics_warning": report(job, counted),
     }
+
+
+def _patch_status(client: Client, job_path: str, patch: dict, job: dict) -> bool:
+    """Write the status under the job's resourceVersion; False on a conflict that needs a new plan.
+
+    The companion's wake annotation changes the job's resourceVersion too, often between the
+    read and this write. When the job read again has the generation and the status the plan
+    started from, only its metadata moved and the plan still holds: the write is retried once
+    under the new resourceVersion instead of planning again.
+    """
+    for attempt in range(2):
+        try:
+            client.request("PATCH", job_path + "/status", patch, content_type="application/merge-patch+json")
+            return True
+        except ApiError as err:
+            if err.status != 409 or attempt:
+                if err.status == 409:
+                    return False
+                raise
+        fresh = client.request("GET", job_path, owner=False)
+        meta = fresh.get("metadata") or {}
+        same_spec = str(meta.get("generation", "")) == str(job.get("generation", ""))
+        if not same_spec or status_digest(fresh.get("status")) != job.get("statusDigest"):
+            return False
+        patch["metadata"] = {"resourceVersion": meta.get("resourceVersion", "")}
+    return False
 
 
 def _record_once(client: Client, job: dict, refusal: dict, now: str) -> None:

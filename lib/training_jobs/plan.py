@@ -18,6 +18,8 @@ One pass, in training-operator's order, with its known bugs left out:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -586,6 +588,12 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
     return _result(p, kind)
 
 
+def status_digest(status: dict[str, Any] | None) -> str:
+    """A short fingerprint of a job's status, the same for equal statuses whatever the key order."""
+    text = json.dumps(status or {}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the role reads before planning: the job's objects, listed by the job's labels, and
     with gang scheduling its PodGroup and the cluster's PriorityClasses (for minResources)."""
@@ -744,6 +752,10 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
             "namespace": meta.get("namespace", ""),
             "uid": meta.get("uid", ""),
             "resourceVersion": meta.get("resourceVersion", ""),
+            # What the plan started from: a conflict on the status write is harmless when the
+            # job read again has the same generation and status (training_job_apply).
+            "generation": meta.get("generation", ""),
+            "statusDigest": status_digest(p.cr.get("status")),
             "framework": PROFILES[kind].framework if kind in PROFILES else "",
         },
         "create": p.create,

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.cluster
 
 NS = "ato-cost"
 FINISHED = "training.ato.dev/finished"
-COMPANION = "-m training_companion"
+COMPANION = "python3 -m training_companion"
 
 namespace = namespace_fixture(NS)
 
@@ -95,7 +95,7 @@ def test_a_job_with_a_ttl_is_deleted_on_time_without_the_label():
 
 
 def signal_companion(sig: str) -> None:
-    subprocess.run(["pkill", f"-{sig}", "-f", COMPANION], check=False)
+    subprocess.run(["pkill", f"-{sig}", "-f", "--", COMPANION], check=False)
 
 
 def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
@@ -118,4 +118,6 @@ def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
     wait_for(
         lambda: state(name) == "Succeeded", timeout=30, what=f"{name} Succeeded after the companion came back"
     )
-    assert subprocess.run(["pgrep", "-f", COMPANION], check=False).returncode == 0, "the companion runs again"
+    assert subprocess.run(["pgrep", "-f", "--", COMPANION], check=False).returncode == 0, (
+        "the companion runs again"
+    )

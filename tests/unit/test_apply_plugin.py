@@ -154,3 +154,39 @@ def test_an_unreachable_api_server_is_a_short_planned_retry_not_a_failure(error,
 def test_an_unreadable_job_is_planned_as_a_retry_with_nothing_decided():
     result = plan(tfjob(TF_CHIEF), {"unavailable": "503"}, {}, NOW)
     assert not result["apply"] and result["requeue_after"] == "5s" and result["status"] is None
+
+
+class OneConflict(RecordingClient):
+    """The status write meets one 409; the job read again is ``fresh``."""
+
+    def __init__(self, fresh):
+        super().__init__()
+        self.fresh = fresh
+        self.conflicts = 1
+
+    def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
+        self.calls.append({"method": method, "path": path, "body": copy.deepcopy(body)})
+        if method == "PATCH" and path == STATUS and self.conflicts:
+            self.conflicts -= 1
+            raise ApiError(409, "{}", method, path)
+        return self.fresh if method == "GET" else {}
+
+
+@pytest.mark.parametrize(
+    ("fresh_meta", "fresh_status", "written"),
+    [
+        ({"generation": 1, "resourceVersion": "8"}, None, True),  # only the wake annotation moved
+        ({"generation": 2, "resourceVersion": "8"}, None, False),  # the spec changed: plan again
+        ({"generation": 1, "resourceVersion": "8"}, {"conditions": []}, False),  # someone wrote status
+    ],
+)
+def test_a_conflict_from_a_metadata_change_is_retried_under_the_new_resource_version(
+    fresh_meta, fresh_status, written
+):
+    job = tfjob(TF_CHIEF)
+    job["metadata"].update({"resourceVersion": "7", "generation": 1})
+    client = OneConflict({"metadata": fresh_meta, "status": fresh_status})
+    done = _apply(client, plan(job, {}, {}, NOW))
+    assert done["status_written"] is written and done["conflict"] is not written
+    if written:
+        assert client.sent("PATCH", STATUS)[-1]["body"]["metadata"] == {"resourceVersion": "8"}
