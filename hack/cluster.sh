@@ -6,8 +6,11 @@
 #   hack/cluster.sh up        create (or reuse) the cluster; prints the kubeconfig path
 #   hack/cluster.sh down      delete it
 #   hack/cluster.sh kubeconfig  print the kubeconfig path
-#   hack/cluster.sh stop|start  stop every process of the cluster, start them again (the
-#                               benchmark's control-plane outage)
+#   hack/cluster.sh apiserver-down|apiserver-up
+#                               stop the kube-apiserver, start it again with the same arguments:
+#                               the benchmark's outage. etcd and KWOK (the "kubelets") keep
+#                               running, as they do when a real control plane restarts; stopping
+#                               KWOK too would hold pods until its node leases expire (200 s).
 #
 # State lives in .kwok/ of this checkout; the kubeconfig is .kwok/clusters/<name>/kubeconfig.yaml.
 # The name is ATO_CLUSTER (default ato); the benchmark uses its own (ato-bench) so its
@@ -57,6 +60,26 @@ up() {
   echo "$kubeconfig"
 }
 
+apiserver_pid="$KWOK_WORKDIR/clusters/$name/pids/kube-apiserver.pid"
+apiserver_args="$KWOK_WORKDIR/clusters/$name/kube-apiserver.args"
+
+apiserver_down() {
+  local pid
+  pid=$(cat "$apiserver_pid")
+  tr '\0' '\n' <"/proc/$pid/cmdline" >"$apiserver_args"
+  kill "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+}
+
+apiserver_up() {
+  local args
+  mapfile -t args <"$apiserver_args"
+  (cd "$KWOK_WORKDIR/clusters/$name" && setsid "${args[@]}" >>logs/kube-apiserver.log 2>&1 &
+    echo $! >"$apiserver_pid")
+  for _ in $(seq 120); do healthy && return; sleep 0.5; done
+  log "kube-apiserver did not come back"; return 1
+}
+
 down() {
   if [ -d "$KWOK_WORKDIR/clusters/$name" ]; then
     "$bin/kwokctl" --name "$name" delete cluster >&2
@@ -67,7 +90,7 @@ case ${1:-up} in
   up) up ;;
   down) down ;;
   kubeconfig) echo "$kubeconfig" ;;
-  stop) "$bin/kwokctl" --name "$name" stop cluster >&2 ;;
-  start) "$bin/kwokctl" --name "$name" start cluster --wait 2m >&2 ;;
-  *) echo "usage: $0 up|down|kubeconfig|stop|start" >&2; exit 2 ;;
+  apiserver-down) apiserver_down ;;
+  apiserver-up) apiserver_up ;;
+  *) echo "usage: $0 up|down|kubeconfig|apiserver-down|apiserver-up" >&2; exit 2 ;;
 esac

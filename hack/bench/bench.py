@@ -60,7 +60,9 @@ PROFILES = {
         "scenarios": ["TFJob", "mixed"],
         "upstream_bursts": [1],
         "floor_jobs": 4,
-        "scale": {"steady": [0, 5], "window": 10, "restart": [20], "outage": 3, "down_s": 5},
+        # No outage here: KWOK v0.8.0 starts no new pod after the API server restarts
+        # (docs/performance.md), so that scenario cannot finish on this cluster.
+        "scale": {"steady": [0, 5], "window": 10, "restart": [20]},
     },
     # The cost with changes (scale.py): steady state, restarts and an outage, this operator only.
     "scale": {
@@ -76,6 +78,14 @@ PROFILES = {
             "down_s": 10,
         },
     },
+}
+# The control-plane outage alone, a minute or two.
+PROFILES["outage"] = {
+    "bursts": [],
+    "scenarios": [],
+    "upstream_bursts": [],
+    "floor_jobs": 0,
+    "scale": {"outage": 20, "down_s": 10},
 }
 # The full profile ends with the scale scenarios too.
 PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]

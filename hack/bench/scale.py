@@ -7,8 +7,9 @@ and after a control-plane outage (docs/performance.md, "Cost with changes").
 - ``restart``: N finished jobs (created finished: labelled and with a Succeeded status, as the
   operator leaves them), the operator restarted; from ready to a new job's first pod, and the
   CPU of the first seconds.
-- ``outage``: a burst of short jobs; a few seconds in, the whole control plane is stopped and
-  started again (``hack/cluster.sh stop|start``); from the API server being back to the burst done.
+- ``outage``: a burst of short jobs; a few seconds in, the kube-apiserver is stopped and started
+  again (``hack/cluster.sh apiserver-down|apiserver-up``; the "kubelets" run on, as in a real
+  cluster); from the API server being back to the burst done.
 
 ``bench`` is bench.py's module (its Operator, Tracker, kubectl): passed in, so this file has no
 import cycle with the script that runs it.
@@ -194,9 +195,9 @@ def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
     time.sleep(1.0)
     create_all([joblib.job("TFJob", f"o{i}", ns, bench.REPLICAS, bench.RUN_FOR) for i in range(n)])
     time.sleep(3)
-    subprocess.run([str(ROOT / "hack" / "cluster.sh"), "stop"], check=True, capture_output=True)
+    subprocess.run([str(ROOT / "hack" / "cluster.sh"), "apiserver-down"], check=True, capture_output=True)
     time.sleep(down_s)
-    subprocess.run([str(ROOT / "hack" / "cluster.sh"), "start"], check=True, capture_output=True)
+    subprocess.run([str(ROOT / "hack" / "cluster.sh"), "apiserver-up"], check=True, capture_output=True)
     wait(api_ready, 120, 0.2)
     back = time.monotonic()
     wait(lambda: len(tracker.job_done) >= n, 300, 0.5)
