@@ -532,7 +532,9 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> d
         # ReconcilePods' verdict, before the framework's status rules (upstream's pod_test.go
         # "Test Unretryable Exit Code" asserts this message verbatim, Go's %q quoting included).
         rtype = p.permanent_failures[-1]
-        _finish(job, p, cond.FAILED, "Failed", f'job "{name}" is failing because "{rtype}" replica(s) failed.')
+        _finish(
+            job, p, cond.FAILED, "Failed", f'job "{name}" is failing because "{rtype}" replica(s) failed.'
+        )
     outcome: Outcome = profile.outcome(job, counts, ctx)
     if gang_ready:
         # The deadline's clock starts when the pods may start, not while the gang is held.

@@ -82,7 +82,10 @@ class MXNetProfile(Profile):
         for g in job.groups:
             c = counts[g.rtype]
             if c.failed - c.restarting > 0:
-                return Outcome(cond.FAILED, f"mxjob {job.name} is failed because {c.failed - c.restarting} {g.rtype} replica(s) failed.")
+                return Outcome(
+                    cond.FAILED,
+                    f"mxjob {job.name} is failed because {c.failed - c.restarting} {g.rtype} replica(s) failed.",
+                )
         if chief and counts[chief.rtype].active > 0:
             return Outcome(cond.RUNNING, f"MXJob {job.name} is running.")
         return Outcome()
