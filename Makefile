@@ -81,7 +81,7 @@ e2e: tools ## Against the cluster: harness checks, admission tests, molecule wit
 	hack/test.sh e2e
 
 .PHONY: bench
-bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator (about 35 min)
+bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator, then the scale scenarios (about 55 min)
 	hack/bench.sh --profile full
 
 .PHONY: bench-scale
