@@ -13,13 +13,16 @@ write is what triggers the reconcile; every decision stays in the reconcile's pl
 
 The signature holds what the plan acts on and a pod's phase alone would miss: phases, container
 restarts (backoffLimit counts in-place restarts), pods the scheduler cannot place, containers
-waiting for a reason worth reporting (image pull errors, crash loops) and pods being deleted.
+waiting for a reason worth reporting (image pull errors, crash loops) and pods being deleted,
+and which pods they are: a scale-down and a scale-up in one edit can leave every count as it
+was while the job's status still lists the pods it removed.
 A pod's creation wakes nothing (the reconcile created it), nor does its disappearance: the plan
 that deleted a pod asks for its own next pass.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from typing import Any
 
@@ -39,6 +42,7 @@ KINDS_BY_SELECTOR = {
 BENIGN_WAITING = {"ContainerCreating", "PodInitializing"}
 
 JobKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
+PodState = tuple[str, int, tuple[str, ...]]  # (phase, container restarts, problems)
 
 
 def job_of(pod: dict[str, Any]) -> JobKey | None:
@@ -50,7 +54,7 @@ def job_of(pod: dict[str, Any]) -> JobKey | None:
     return None
 
 
-def pod_state(pod: dict[str, Any]) -> tuple[str, int, tuple[str, ...]]:
+def pod_state(pod: dict[str, Any]) -> PodState:
     """(phase, container restarts, problems) of one pod."""
     status = pod.get("status") or {}
     restarts = 0
@@ -70,11 +74,12 @@ def pod_state(pod: dict[str, Any]) -> tuple[str, int, tuple[str, ...]]:
     return status.get("phase") or "Pending", restarts, tuple(sorted(problems))
 
 
-def signature(states: list[tuple[str, int, tuple[str, ...]]]) -> str:
-    """One job's pods as a short stable string, e.g. ``Running=3,Succeeded=2,restarts=1``."""
+def signature(pods: dict[str, PodState]) -> str:
+    """One job's pods (state by pod name) as a short stable string, e.g.
+    ``Running=3,Succeeded=2,restarts=1;pods=1f0c9a2e`` (the last part names the pods)."""
     counts: Counter[str] = Counter()
     restarts = 0
-    for phase, n, problems in states:
+    for phase, n, problems in pods.values():
         counts[phase] += 1
         restarts += n
         for p in problems:
@@ -82,7 +87,10 @@ def signature(states: list[tuple[str, int, tuple[str, ...]]]) -> str:
     parts = [f"{k}={v}" for k, v in sorted(counts.items())]
     if restarts:
         parts.append(f"restarts={restarts}")
-    return ",".join(parts)
+    if not pods:
+        return ""
+    names = hashlib.blake2s("\n".join(sorted(pods)).encode(), digest_size=4).hexdigest()
+    return f"{','.join(parts)};pods={names}"
 
 
 class PodIndex:
@@ -93,7 +101,7 @@ class PodIndex:
     """
 
     def __init__(self) -> None:
-        self.pods: dict[JobKey, dict[str, tuple[str, int, tuple[str, ...]]]] = {}
+        self.pods: dict[JobKey, dict[str, PodState]] = {}
 
     def replace(self, pods: list[dict[str, Any]], kinds: frozenset[tuple[str, str]]) -> None:
         """Start over from a full list of the pods of ``kinds``' jobs (after a watch error, a
@@ -123,7 +131,7 @@ class PodIndex:
         return job
 
     def signature_of(self, job: JobKey) -> str:
-        return signature(list(self.pods.get(job, {}).values()))
+        return signature(self.pods.get(job, {}))
 
 
 def stale_jobs(

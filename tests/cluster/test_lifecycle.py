@@ -365,8 +365,9 @@ def test_a_finished_pod_wakes_its_job_without_waiting_for_the_poll():
     # A pass already under way may see the pod finished before the watcher's next flush (1 s).
     wait_for(
         lambda: (
-            (job(name)["metadata"].get("annotations") or {}).get("training.ato.dev/pod-signature")
-            == "Succeeded=1"
+            (job(name)["metadata"].get("annotations") or {})
+            .get("training.ato.dev/pod-signature", "")
+            .startswith("Succeeded=1;")
         ),
         timeout=5,
         what="the pod signature on the job",

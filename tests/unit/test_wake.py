@@ -60,15 +60,30 @@ def test_pod_state(p, state):
     assert pod_state(p) == state
 
 
-def test_signature_is_stable_and_short():
-    states = [
-        ("Running", 1, ()),
-        ("Succeeded", 0, ()),
-        ("Running", 0, ()),
-        ("Pending", 0, ("Unschedulable",)),
-    ]
-    assert signature(states) == "Pending=1,Running=2,Succeeded=1,Unschedulable=1,restarts=1"
-    assert signature(list(reversed(states))) == signature(states)
+def test_signature_counts_states_and_names_the_pods():
+    pods = {
+        "w-0": ("Running", 1, ()),
+        "w-1": ("Succeeded", 0, ()),
+        "w-2": ("Running", 0, ()),
+        "w-3": ("Pending", 0, ("Unschedulable",)),
+    }
+    counts, names = signature(pods).split(";")
+    assert counts == "Pending=1,Running=2,Succeeded=1,Unschedulable=1,restarts=1"
+    assert names.startswith("pods=") and len(names) == len("pods=") + 8
+    assert signature(dict(reversed(pods.items()))) == signature(pods)
+    assert signature({}) == ""
+
+
+def test_scaling_that_keeps_every_count_still_changes_the_signature():
+    """One edit that removes ps-1 and ps-2 and adds worker-2 and worker-3 leaves five Running."""
+    before = dict.fromkeys(("ps-0", "ps-1", "ps-2", "worker-0", "worker-1"), ("Running", 0, ()))
+    after = dict.fromkeys(("ps-0", "worker-0", "worker-1", "worker-2", "worker-3"), ("Running", 0, ()))
+    assert signature(before).split(";")[0] == signature(after).split(";")[0] == "Running=5"
+    assert signature(before) != signature(after)
+
+
+def counts_of(sig: str) -> str:
+    return sig.split(";")[0]
 
 
 @pytest.mark.parametrize(
@@ -103,9 +118,9 @@ TF = frozenset({("kubeflow.org/v1", "TFJob")})
 def test_index_signature_and_forgetting_jobs():
     index = PodIndex()
     index.replace([pod("a", "Running"), pod("b", "Running")], TF)
-    assert index.signature_of(JOB) == "Running=2"
+    assert counts_of(index.signature_of(JOB)) == "Running=2"
     index.observe("MODIFIED", pod("a", "Succeeded"))
-    assert index.signature_of(JOB) == "Running=1,Succeeded=1"
+    assert counts_of(index.signature_of(JOB)) == "Running=1,Succeeded=1"
     index.observe("DELETED", pod("a"))
     index.observe("DELETED", pod("b"))
     assert JOB not in index.pods and index.signature_of(JOB) == ""
@@ -146,24 +161,32 @@ def test_a_new_list_forgets_pods_that_went_unwatched_and_keeps_other_kinds():
     paddle_owner = {**OWNER, "apiVersion": "batch.paddlepaddle.org/v1", "kind": "PaddleJob"}
     index.replace([pod("a", "Running"), pod("b", "Running"), pod("p", "Running", owner=paddle_owner)], TF)
     index.replace([pod("a", "Succeeded")], TF)
-    assert index.signature_of(JOB) == "Succeeded=1"
-    assert index.signature_of(("batch.paddlepaddle.org/v1", "PaddleJob", "team", "mnist")) == "Running=1"
+    assert counts_of(index.signature_of(JOB)) == "Succeeded=1"
+    assert (
+        counts_of(index.signature_of(("batch.paddlepaddle.org/v1", "PaddleJob", "team", "mnist")))
+        == "Running=1"
+    )
 
 
 OTHER = ("kubeflow.org/v1", "TFJob", "team", "other")
 
 
+RUNNING, SUCCEEDED = ("Running", 0, ()), ("Succeeded", 0, ())
+
+
 @pytest.mark.parametrize(
-    ("annotation", "stale"),
+    ("annotated", "stale"),
     [
-        ("Running=1,Succeeded=1", False),  # nothing happened while nobody watched
-        ("Running=2", True),  # a pod finished meanwhile
+        ({"a": RUNNING, "b": SUCCEEDED}, False),  # nothing happened while nobody watched
+        ({"a": RUNNING, "b": RUNNING}, True),  # a pod finished meanwhile
+        ({"a": RUNNING, "c": SUCCEEDED}, True),  # same counts, another pod
         (None, True),  # never written (the watcher was down since the pods started)
     ],
 )
-def test_stale_jobs_are_those_whose_annotation_is_behind(annotation, stale):
+def test_stale_jobs_are_those_whose_annotation_is_behind(annotated, stale):
     index = PodIndex()
     index.replace([pod("a", "Running"), pod("b", "Succeeded")], TF)
+    annotation = None if annotated is None else signature(annotated)
     found, current = stale_jobs(index, {JOB: annotation, OTHER: None}, TF)
     assert found == ({JOB} if stale else set())
     assert current == ({} if stale else {JOB: annotation})
@@ -210,5 +233,5 @@ def test_after_a_list_the_watcher_wakes_jobs_that_missed_a_change_and_retries_fa
     assert watcher.flush() == 1, "kept and written once it is back"
     (path, body), *_ = client.patches
     assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist"
-    assert body == {"metadata": {"annotations": {ANNOTATION: "Running=1,Succeeded=1"}}}
+    assert body == {"metadata": {"annotations": {ANNOTATION: signature({"a": RUNNING, "b": SUCCEEDED})}}}
     assert watcher.flush() == 0, "nothing new: nothing written"
