@@ -69,8 +69,17 @@ e2e() {
   start_operator
   trap 'stop_operator' EXIT
   export OPERATOR_LOG="$artifacts/operator.log"
+  # Upstream's test tables (own namespace, about 8 min) run beside the other cluster tests.
+  local replay_log="$artifacts/upstream-replay.log" replay_pid failed=0
+  log "upstream's test tables, replayed (in the background; log: $replay_log)"
+  pytest -q -m cluster tests/cluster/test_upstream_replay.py -p no:cacheprovider >"$replay_log" 2>&1 &
+  replay_pid=$!
   log "cluster and harness tests"
-  pytest -q -m cluster tests/cluster tests/harness -p no:cacheprovider
+  pytest -q -m cluster tests/cluster tests/harness --ignore=tests/cluster/test_upstream_replay.py \
+    -p no:cacheprovider || failed=1
+  wait "$replay_pid" || { log "upstream replay failed:"; tail -80 "$replay_log"; failed=1; }
+  log "upstream replay: $(tail -1 "$replay_log")"
+  [ "$failed" = 0 ] || return 1
   log "molecule (scenario: default)"
   (cd "$root" && molecule test -s default) || {
     log "molecule failed; operator log tail:"; tail -80 "$artifacts/operator.log"; return 1
