@@ -4,7 +4,7 @@
     python hack/gen_crds.py           rewrite the generated files
     python hack/gen_crds.py --check   exit 1 if any generated file is out of date
 
-Everything the four kinds share (run policy, replica spec, pod template, job status, the
+Everything the kinds share (run policy, replica spec, pod template, job status, the
 job-name rules) is defined once below and composed per kind, so a fix lands in all of them.
 docs/api.md explains every field and rule; keep it in step with this file.
 
@@ -201,7 +201,7 @@ def scheduling_policy(description: str) -> Schema:
 
 
 def run_policy() -> Schema:
-    """training-operator's RunPolicy, shared by all four kinds."""
+    """training-operator's RunPolicy, shared by every kind."""
     return obj(
         "Runtime policies shared by all job kinds: cleanup, deadlines, retries, suspension and gang "
         "scheduling (training-operator's RunPolicy).",
@@ -418,6 +418,8 @@ class Kind:
     root_rules: list[dict[str, Any]]
     columns: list[dict[str, Any]]
     policy: Callable[[Kind], dict[str, Any]] | None = None
+    # The scale subresource (kubectl scale, a HorizontalPodAutoscaler): spec, status and selector paths.
+    scale: dict[str, str] | None = None
 
     @property
     def file(self) -> str:
@@ -475,7 +477,7 @@ def crd(k: Kind) -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": root},
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}, **({"scale": k.scale} if k.scale else {})},
                     "additionalPrinterColumns": k.columns,
                 }
             ],
@@ -619,6 +621,194 @@ def mxjob() -> Kind:
         ],
         columns=[STATE_COLUMN, AGE_COLUMN],
         policy=map_policy("mxReplicaSpecs", MX_TYPES, "mxnet", "the operator reads the mxjob-port from it"),
+    )
+
+
+PYTORCH_TYPES = ["Master", "Worker"]
+
+
+def elastic_policy() -> Schema:
+    return obj(
+        "Elastic training with torchrun's rendezvous: the PET_* variables. Needs a Worker replica type.",
+        {
+            "minReplicas": integer(
+                "Fewest workers the job runs with (PET_NNODES min:max). Unset: maxReplicas, or Worker replicas.",
+                minimum=1,
+            ),
+            "maxReplicas": integer(
+                "Most workers the job runs with. Unset: minReplicas, or Worker replicas.", minimum=1
+            ),
+            "rdzvBackend": string(
+                "Rendezvous backend (PET_RDZV_BACKEND). Defaults to c10d.", enum=["c10d", "etcd", "etcd-v2"]
+            ),
+            "rdzvPort": integer(
+                "Rendezvous port. Defaults to the Worker's pytorchjob-port.", minimum=1, maximum=65535
+            ),
+            "rdzvHost": string("Rendezvous host. Defaults to <job>-worker-0."),
+            "rdzvId": string("Rendezvous id (PET_RDZV_ID)."),
+            "rdzvConf": {
+                "description": "Extra rendezvous settings (PET_RDZV_CONF, key=value,...).",
+                "type": "array",
+                "items": obj("One rendezvous setting.", {"key": string("Name."), "value": string("Value.")}),
+            },
+            "standalone": boolean("Start a local standalone rendezvous (PET_STANDALONE)."),
+            "nProcPerNode": integer(
+                "Deprecated: use spec.nprocPerNode (the two are exclusive). Processes per node.", minimum=1
+            ),
+            "maxRestarts": integer(
+                "Restarts of the worker group before torchrun fails (PET_MAX_RESTARTS).", minimum=0
+            ),
+            "metrics": {
+                "description": "HorizontalPodAutoscaler metrics (autoscaling/v2 MetricSpec) to scale the "
+                "workers between minReplicas and maxReplicas.",
+                "type": "array",
+                "items": {
+                    "description": "One autoscaling/v2 MetricSpec.",
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                },
+            },
+        },
+        **{
+            "x-kubernetes-validations": [
+                rule(
+                    "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+                    "spec.elasticPolicy.minReplicas must not be greater than maxReplicas: lower minReplicas or raise "
+                    "maxReplicas",
+                )
+            ]
+        },
+    )
+
+
+def pytorchjob() -> Kind:
+    spec = replica_spec("PyTorchJob", "OnFailure", "Defaults to OnFailure.")
+    specs = replica_map(
+        "pytorchReplicaSpecs",
+        "PyTorchJob",
+        PYTORCH_TYPES,
+        spec,
+        [
+            rule(
+                "!('Master' in self) || self['Master'].replicas == 1",
+                "spec.pytorchReplicaSpecs.Master.replicas must be 1: a PyTorchJob has one master "
+                "(<job>-master-0, MASTER_ADDR)",
+            ),
+            rule(
+                "!('Worker' in self) || self['Worker'].replicas >= 1",
+                "spec.pytorchReplicaSpecs.Worker.replicas must be at least 1: remove the Worker replica type "
+                "for a master-only job",
+            ),
+        ],
+    )
+    spec_rules = [
+        *RUN_POLICY_RULES,
+        rule(
+            "!has(self.elasticPolicy) || 'Worker' in self.pytorchReplicaSpecs",
+            "spec.pytorchReplicaSpecs.Worker must be configured if elastic policy is used: add a Worker replica type",
+        ),
+        rule(
+            "!has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode) || !has(self.nprocPerNode)",
+            "spec.elasticPolicy.nProcPerNode must not be used with spec.nprocPerNode: keep spec.nprocPerNode",
+        ),
+    ]
+    return Kind(
+        group="kubeflow.org",
+        version="v1",
+        kind="PyTorchJob",
+        plural="pytorchjobs",
+        short_names=["ptj"],
+        description="A distributed PyTorch training job (training-operator v1.9 compatible). Every "
+        "container gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and torchrun's PET_* variables.",
+        spec=obj(
+            "Desired state of the PyTorchJob.",
+            {
+                "pytorchReplicaSpecs": specs,
+                "runPolicy": run_policy(),
+                "elasticPolicy": elastic_policy(),
+                "nprocPerNode": string(
+                    "Processes per node (PET_NPROC_PER_NODE): auto, cpu, gpu or a number. Defaults to auto."
+                ),
+            },
+            required=["pytorchReplicaSpecs"],
+            **{"x-kubernetes-validations": spec_rules},
+        ),
+        status=job_status("PyTorchJob"),
+        root_rules=[
+            dns1035_rule(),
+            map_name_length_rule("self.spec.pytorchReplicaSpecs"),
+        ],
+        columns=[STATE_COLUMN, AGE_COLUMN],
+        policy=map_policy(
+            "pytorchReplicaSpecs", PYTORCH_TYPES, "pytorch", "the operator reads the pytorchjob-port from it"
+        ),
+        scale={
+            "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        },
+    )
+
+
+def simple_kubeflow_kind(
+    kind: str,
+    field_name: str,
+    types: list[str],
+    container: str,
+    description: str,
+    rules: list[dict[str, Any]],
+) -> Kind:
+    """A training-operator v1 kind whose spec is a replica-spec map and a run policy, nothing else."""
+    specs = replica_map(field_name, kind, types, replica_spec(kind, "Never", "Defaults to Never."), rules)
+    return Kind(
+        group="kubeflow.org",
+        version="v1",
+        kind=kind,
+        plural=f"{kind.lower()}s",
+        short_names=[],
+        description=description,
+        spec=obj(
+            f"Desired state of the {kind}.",
+            {field_name: specs, "runPolicy": run_policy()},
+            required=[field_name],
+            **{"x-kubernetes-validations": RUN_POLICY_RULES},
+        ),
+        status=job_status(kind),
+        root_rules=[dns1035_rule(), map_name_length_rule(f"self.spec.{field_name}")],
+        columns=[STATE_COLUMN, AGE_COLUMN],
+        policy=map_policy(
+            field_name, types, container, f"the operator reads the {kind.lower()}-port from it"
+        ),
+    )
+
+
+def xgboostjob() -> Kind:
+    return simple_kubeflow_kind(
+        "XGBoostJob",
+        "xgbReplicaSpecs",
+        ["Master", "Worker"],
+        "xgboost",
+        "A distributed XGBoost training job (training-operator v1.9 compatible). Every container gets "
+        "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, WORKER_PORT and WORKER_ADDRS.",
+        [
+            rule(
+                "'Master' in self && self['Master'].replicas == 1",
+                "spec.xgbReplicaSpecs.Master must have exactly 1 replica: an XGBoostJob has one master "
+                "(<job>-master-0, MASTER_ADDR)",
+            ),
+        ],
+    )
+
+
+def jaxjob() -> Kind:
+    return simple_kubeflow_kind(
+        "JAXJob",
+        "jaxReplicaSpecs",
+        ["Worker"],
+        "jax",
+        "A distributed JAX training job (training-operator v1.9 compatible). Every container gets "
+        "COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID.",
+        [],
     )
 
 
@@ -1103,7 +1293,7 @@ def kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
 
 
-KINDS = [tfjob, mxjob, paddlejob, caffe2job]
+KINDS = [tfjob, mxjob, pytorchjob, xgboostjob, jaxjob, paddlejob, caffe2job]
 
 
 def documents() -> dict[Path, list[dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""The one internal job model shared by the four job kinds.
+"""The one internal job model shared by every job kind.
 
 A framework profile (see ``profiles.py``) turns its kind's spec into a :class:`Job`: the
 replica groups in a fixed order, each with its replica count, restart policy and pod

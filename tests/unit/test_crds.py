@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from training_jobs.registry import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "hack" / "gen_crds.py"
@@ -44,7 +45,7 @@ def _crds() -> dict[str, dict[str, Any]]:
 
 
 CRDS = _crds()
-KINDS = ["TFJob", "MXJob", "PaddleJob", "Caffe2Job"]
+KINDS = sorted(PROFILES)
 
 
 def schema(kind: str) -> dict[str, Any]:
@@ -144,6 +145,9 @@ def test_kustomizations_list_every_file() -> None:
     [
         ("TFJob", "kubeflow.org", "v1", "tfjobs", ["tfj"]),
         ("MXJob", "kubeflow.org", "v1", "mxjobs", ["mxj"]),
+        ("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", ["ptj"]),
+        ("XGBoostJob", "kubeflow.org", "v1", "xgboostjobs", []),
+        ("JAXJob", "kubeflow.org", "v1", "jaxjobs", []),
         ("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", ["pdj"]),
         ("Caffe2Job", "kubeflow.org", "v1alpha1", "caffe2jobs", ["c2j"]),
     ],
@@ -164,7 +168,12 @@ def test_names(kind: str, group: str, version: str, plural: str, short: list[str
     }
     [v] = crd["spec"]["versions"]
     assert (v["name"], v["served"], v["storage"]) == (version, True, True)
-    assert v["subresources"] == {"status": {}}
+    scale = {
+        "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
+        "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+        "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+    }
+    assert v["subresources"] == ({"status": {}, "scale": scale} if kind == "PyTorchJob" else {"status": {}})
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -209,7 +218,10 @@ def test_every_field_is_described(kind: str) -> None:
 def test_only_pod_templates_preserve_unknown_fields(kind: str) -> None:
     for path, node in walk(schema(kind)):
         if node.get("x-kubernetes-preserve-unknown-fields"):
-            assert re.search(r"\.template(\.metadata|\.spec)?$", path), f"{kind} {path}"
+            # Besides pod templates, only autoscaling/v2 MetricSpecs, which go to an autoscaler as written.
+            assert re.search(r"\.template(\.metadata|\.spec)?$|\.elasticPolicy\.metrics\[\]$", path), (
+                f"{kind} {path}"
+            )
 
 
 def _replica_specs(kind: str) -> list[dict[str, Any]]:
@@ -217,6 +229,9 @@ def _replica_specs(kind: str) -> list[dict[str, Any]]:
     return {
         "TFJob": lambda: [at(spec, "tfReplicaSpecs", "*")],
         "MXJob": lambda: [at(spec, "mxReplicaSpecs", "*")],
+        "PyTorchJob": lambda: [at(spec, "pytorchReplicaSpecs", "*")],
+        "XGBoostJob": lambda: [at(spec, "xgbReplicaSpecs", "*")],
+        "JAXJob": lambda: [at(spec, "jaxReplicaSpecs", "*")],
         "PaddleJob": lambda: [at(spec, r) for r in ("ps", "worker", "heter")],
         "Caffe2Job": lambda: [at(spec, "replicaSpecs")],
     }[kind]()
@@ -236,8 +251,10 @@ def test_replica_specs(kind: str) -> None:
         else:
             assert replicas["default"] == 1
             assert rs["required"] == ["template"]
-        if kind in ("TFJob", "MXJob"):
+        if kind in ("TFJob", "MXJob", "XGBoostJob", "JAXJob"):
             assert policy["default"] == "Never"
+        elif kind == "PyTorchJob":
+            assert policy["default"] == "OnFailure"
         else:
             # Upstream falls back to the pod template's restartPolicy, which a default would hide.
             assert "default" not in policy
@@ -429,9 +446,9 @@ def test_admission_policy_per_kind(kind: str) -> None:
     }
     expressions = " ".join(v["expression"] for v in policy["spec"]["validations"])
     assert "c.image" in expressions
-    named = {"TFJob": "'tensorflow'", "MXJob": "'mxnet'"}.get(kind)
-    if named:
-        assert f"c.name == {named}" in expressions
+    profile = PROFILES[kind]
+    if profile.replica_specs_field:
+        assert f"c.name == '{profile.default_container}'" in expressions
     else:
         assert "c.name ==" not in expressions  # PaddleFlow and Caffe2 do not require a container name
     for v in policy["spec"]["validations"]:
@@ -504,14 +521,12 @@ def _sample(path: Path) -> dict[str, Any]:
 def _templates(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Pod templates of a job by replica type."""
     spec = job["spec"]
-    if job["kind"] == "TFJob":
-        specs = spec["tfReplicaSpecs"]
-    elif job["kind"] == "MXJob":
-        specs = spec["mxReplicaSpecs"]
-    elif job["kind"] == "PaddleJob":
+    if job["kind"] == "PaddleJob":
         specs = {r: spec[r] for r in ("ps", "worker", "heter") if r in spec}
-    else:
+    elif job["kind"] == "Caffe2Job":
         specs = {"replicaSpecs": spec["replicaSpecs"]}
+    else:
+        specs = spec[PROFILES[job["kind"]].replica_specs_field]
     return {rtype: rs["template"] for rtype, rs in specs.items()}
 
 
@@ -544,7 +559,9 @@ def test_sample_passes_the_admission_rules(path: Path) -> None:
     job = _sample(path)
     name = job["metadata"]["name"]
     assert DNS1035.match(name)
-    named = {"TFJob": "tensorflow", "MXJob": "mxnet"}.get(job["kind"])
+    profile = PROFILES[job["kind"]]
+    # The kinds with a replica-spec map need their framework's container (the admission policy).
+    named = profile.default_container if profile.replica_specs_field else None
     for rtype, template in _templates(job).items():
         containers = template["spec"]["containers"]
         assert containers, rtype
@@ -566,8 +583,13 @@ def test_sample_uses_fake_images_and_gpus_only_when_named_so(path: Path) -> None
     assert asks_for_gpus == ("gpu" in path.stem), path.name
 
 
-def test_exactly_one_gpu_sample() -> None:
-    assert [p.name for p in SAMPLE_FILES if "nvidia.com/gpu" in p.read_text()] == ["tfjob_smoke_gpu.yaml"]
+def test_the_gpu_samples() -> None:
+    assert [p.name for p in SAMPLE_FILES if "nvidia.com/gpu" in p.read_text()] == [
+        "jaxjob_gpu.yaml",
+        "pytorchjob_elastic_gpu.yaml",
+        "tfjob_smoke_gpu.yaml",
+        "xgboostjob_gpu.yaml",
+    ]
 
 
 def test_sample_names_are_unique_per_kind() -> None:

@@ -58,7 +58,7 @@ class Context:
 class Profile:
     kind = ""
     api_version = ""
-    framework = ""  # metrics label: tensorflow, mxnet, paddle, caffe2
+    framework = ""  # metrics label: tensorflow, mxnet, pytorch, xgboost, jax, paddle, caffe2
     default_container = ""
     env_target = ENV_DEFAULT_CONTAINER
     default_restart_policy = RESTART_NEVER
@@ -164,6 +164,15 @@ class Profile:
             for c in g.containers:
                 if not c.get("image"):
                     raise InvalidJob(f"{g.rtype} container {c.get('name')!r} has no image: set one")
+            # Kubeflow's kinds (a replica-spec map) read their port from the framework's container,
+            # and training-operator's webhooks refuse a template without it.
+            if self.replica_specs_field and not any(
+                c.get("name") == self.default_container for c in g.containers
+            ):
+                raise InvalidJob(
+                    f"{self.replica_specs_field}.{g.rtype} must have a container named "
+                    f"'{self.default_container}': rename the training container"
+                )
 
     # --- naming and labels -------------------------------------------------------------------
     # A label key every pod of this kind carries, whatever its job: the companion's wake watcher

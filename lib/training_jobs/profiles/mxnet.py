@@ -24,11 +24,6 @@ class MXNetProfile(Profile):
 
     def validate(self, job):
         super().validate(job)
-        for g in job.groups:
-            if not any(c.get("name") == self.default_container for c in g.containers):
-                raise InvalidJob(
-                    f"mxReplicaSpecs.{g.rtype} must have a container named 'mxnet': rename the training container"
-                )
         sched = job.group(SCHEDULER)
         if sched and sched.replicas != 1:
             raise InvalidJob("mxReplicaSpecs.Scheduler.replicas must be 1: a job has exactly one scheduler")

@@ -29,11 +29,6 @@ class TensorFlowProfile(Profile):
             raise InvalidJob(
                 "tfReplicaSpecs must not have more than 1 Chief or Master role: keep one of them"
             )
-        for g in job.groups:
-            if not any(c.get("name") == self.default_container for c in g.containers):
-                raise InvalidJob(
-                    f"tfReplicaSpecs.{g.rtype} must have a container named 'tensorflow': rename the training container"
-                )
 
     def chief(self, job):
         """The Chief or Master that decides the job; one with 0 replicas decides nothing, and

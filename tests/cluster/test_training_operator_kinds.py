@@ -1,0 +1,236 @@
+"""training-operator v1.9's PyTorchJob, XGBoostJob and JAXJob against the running operator: pods,
+Services, env and init container as upstream creates them, success and failure driven through
+real pod phases (KWOK annotations), scaling through the scale subresource, and what admission
+refuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kube import get, kubectl, namespace_fixture, wait_for
+
+pytestmark = pytest.mark.cluster
+
+NS = "ato-kinds"
+namespace = namespace_fixture(NS)
+IMAGE = "docker.io/library/busybox:1.36"
+JOB_TIMEOUT = 90
+
+
+def replicas(container, count=1, exit_code=None, run_for="2s", policy=None):
+    annotations = {}
+    if exit_code is not None:
+        annotations = {
+            "sim.training.ato.dev/exit-code": str(exit_code),
+            "sim.training.ato.dev/run-for": run_for,
+        }
+    spec = {
+        "replicas": count,
+        "template": {
+            "metadata": {"annotations": annotations},
+            "spec": {"containers": [{"name": container, "image": IMAGE}]},
+        },
+    }
+    if policy:
+        spec["restartPolicy"] = policy
+    return spec
+
+
+def manifest(kind, name, spec):
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    }
+
+
+def create(kind, name, spec):
+    kubectl("apply", "-f", "-", stdin=json.dumps(manifest(kind, name, spec)))
+    return name
+
+
+def conditions(kind, name):
+    return get(kind.lower(), "-n", NS, name).get("status", {}).get("conditions") or []
+
+
+def finished(kind, name, state):
+    """Wait for the job's last condition to be ``state``; that condition."""
+
+    def done():
+        conds = conditions(kind, name)
+        return conds[-1] if conds and conds[-1]["type"] == state else None
+
+    return wait_for(done, timeout=JOB_TIMEOUT, what=f"{kind} {name} {state}")
+
+
+def pod(name):
+    return get("pod", "-n", NS, name)
+
+
+def pods_exist(names):
+    def present():
+        listed = {p["metadata"]["name"] for p in get("pods", "-n", NS)["items"]}
+        return set(names) <= listed
+
+    wait_for(present, timeout=JOB_TIMEOUT, what=f"pods {sorted(names)}")
+
+
+def env(pod_name, container):
+    (c,) = [c for c in pod(pod_name)["spec"]["containers"] if c["name"] == container]
+    return {e["name"]: e.get("value", "") for e in c.get("env") or []}
+
+
+def test_pytorchjob_master_and_workers():
+    name = create(
+        "PyTorchJob",
+        "pt-dist",
+        {
+            "nprocPerNode": "2",
+            "pytorchReplicaSpecs": {
+                "Master": replicas("pytorch", exit_code=0, run_for="6s"),
+                "Worker": replicas("pytorch", 2),
+            },
+        },
+    )
+    pods_exist([f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1"])
+    worker = env(f"{name}-worker-1", "pytorch")
+    assert {
+        k: worker[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "PET_NPROC_PER_NODE")
+    } == {
+        "MASTER_ADDR": f"{name}-master-0",
+        "MASTER_PORT": "23456",
+        "WORLD_SIZE": "6",
+        "RANK": "2",
+        "PET_NPROC_PER_NODE": "2",
+    }
+    (init,) = pod(f"{name}-worker-0")["spec"]["initContainers"]
+    assert init["name"] == "init-pytorch" and f"nslookup {name}-master-0" in init["command"][2]
+    assert "initContainers" not in pod(f"{name}-master-0")["spec"]
+    assert pod(f"{name}-worker-0")["spec"]["restartPolicy"] == "OnFailure"
+    services = {s["metadata"]["name"] for s in get("services", "-n", NS)["items"]}
+    assert {f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1"} <= services
+    done = finished("PyTorchJob", name, "Succeeded")
+    assert (done["reason"], done["message"]) == (
+        "PyTorchJobSucceeded",
+        f"PyTorchJob {name} is successfully completed.",
+    )
+
+
+def test_pytorchjob_scales_its_workers_through_the_scale_subresource():
+    name = create("PyTorchJob", "pt-scale", {"pytorchReplicaSpecs": {"Worker": replicas("pytorch", 1)}})
+    pods_exist([f"{name}-worker-0"])
+    wait_for(
+        lambda: get("pytorchjob", "-n", NS, name).get("status", {}).get("replicaStatuses", {}).get("Worker"),
+        timeout=JOB_TIMEOUT,
+        what="the Worker's replica status",
+    )
+    kubectl("scale", "pytorchjob", "-n", NS, name, "--replicas=3")
+    pods_exist([f"{name}-worker-1", f"{name}-worker-2"])
+    assert env(f"{name}-worker-2", "pytorch")["PET_NNODES"] == "3"
+    kubectl("delete", "pytorchjob", "-n", NS, name, "--wait=false")
+
+
+def test_pytorchjob_elastic_succeeds_with_one_worker():
+    name = create(
+        "PyTorchJob",
+        "pt-elastic",
+        {
+            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 5},
+            "pytorchReplicaSpecs": {"Worker": replicas("pytorch", 2, policy="Never")},
+        },
+    )
+    pods_exist([f"{name}-worker-0", f"{name}-worker-1"])
+    worker = env(f"{name}-worker-1", "pytorch")
+    assert {
+        k: worker[k] for k in ("PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND", "PET_NNODES", "PET_MAX_RESTARTS")
+    } == {
+        "PET_RDZV_ENDPOINT": f"{name}-worker-0:23456",
+        "PET_RDZV_BACKEND": "c10d",
+        "PET_NNODES": "1:3",
+        "PET_MAX_RESTARTS": "5",
+    }
+    kubectl(
+        "annotate",
+        "pod",
+        "-n",
+        NS,
+        f"{name}-worker-1",
+        "sim.training.ato.dev/exit-code=0",
+        "sim.training.ato.dev/run-for=1s",
+    )
+    done = finished("PyTorchJob", name, "Succeeded")
+    assert done["message"] == f"PyTorchJob {NS}/{name} successfully completed."
+
+
+def test_xgboostjob_fails_when_a_worker_fails_under_never():
+    name = create(
+        "XGBoostJob",
+        "xgb",
+        {
+            "xgbReplicaSpecs": {
+                "Master": replicas("xgboost"),
+                "Worker": replicas("xgboost", 2, exit_code=1, policy="Never"),
+            }
+        },
+    )
+    pods_exist([f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1"])
+    worker = env(f"{name}-worker-0", "xgboost")
+    assert worker["MASTER_ADDR"] == f"{name}-master-0"
+    assert worker["RANK"] == "1" and worker["WORLD_SIZE"] == "3"
+    assert worker["WORKER_ADDRS"] == f"{name}-worker-0,{name}-worker-1"
+    labels = pod(f"{name}-master-0")["metadata"]["labels"]
+    assert labels["training.kubeflow.org/operator-name"] == "xgboostjob-controller"
+    assert labels["training.kubeflow.org/job-role"] == "master"
+    done = finished("XGBoostJob", name, "Failed")
+    assert done["reason"] == "XGBoostJobFailed"
+    assert done["message"].startswith(f"XGBoostJob {name} is failed because ")
+
+
+def test_jaxjob_succeeds_when_every_worker_does():
+    name = create("JAXJob", "jax", {"jaxReplicaSpecs": {"Worker": replicas("jax", 2, exit_code=0)}})
+    pods_exist([f"{name}-worker-0", f"{name}-worker-1"])
+    assert env(f"{name}-worker-1", "jax") == {
+        "PYTHONUNBUFFERED": "1",
+        "COORDINATOR_PORT": "6666",
+        "COORDINATOR_ADDRESS": f"{name}-worker-0",
+        "NUM_PROCESSES": "2",
+        "PROCESS_ID": "1",
+    }
+    done = finished("JAXJob", name, "Succeeded")
+    assert done["message"] == f"JAXJob {NS}/{name} successfully completed."
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "message"),
+    [
+        (
+            "PyTorchJob",
+            {"pytorchReplicaSpecs": {"Master": replicas("pytorch", 2)}},
+            "spec.pytorchReplicaSpecs.Master.replicas must be 1",
+        ),
+        (
+            "PyTorchJob",
+            {"elasticPolicy": {"minReplicas": 1}, "pytorchReplicaSpecs": {"Master": replicas("pytorch")}},
+            "Worker must be configured if elastic policy is used",
+        ),
+        (
+            "PyTorchJob",
+            {"pytorchReplicaSpecs": {"Worker": replicas("trainer")}},
+            "must have a container named 'pytorch'",
+        ),
+        (
+            "XGBoostJob",
+            {"xgbReplicaSpecs": {"Worker": replicas("xgboost")}},
+            "Master must have exactly 1 replica",
+        ),
+        ("JAXJob", {"jaxReplicaSpecs": {"worker": replicas("jax")}}, "unknown replica type 'worker'"),
+    ],
+)
+def test_admission_refuses_what_upstreams_webhook_refuses(kind, spec, message):
+    result = kubectl(
+        "apply", "-f", "-", stdin=json.dumps(manifest(kind, f"bad-{kind.lower()}", spec)), check=False
+    )
+    assert result.returncode != 0, result.stdout
+    assert message in result.stderr, result.stderr
