@@ -30,7 +30,7 @@ from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
 from training_jobs.model import InvalidJob, Job
 from training_jobs.profiles.base import Context, Counts, Outcome, Profile
-from training_jobs.registry import PROFILES, profile_for
+from training_jobs.registry import BY_KIND, profile_of
 
 CLEAN_NONE, CLEAN_RUNNING, CLEAN_ALL = "None", "Running", "All"
 # How often a job held for its gang looks at its PodGroup again: Volcano admitting the gang
@@ -88,6 +88,24 @@ def _ref(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _owned_or_orphaned(observed: dict[str, Any], uid: str | None) -> dict[str, Any]:
+    """The observed objects minus those another controller owns.
+
+    The observe step lists by labels, and another operator may label alike: training-operator,
+    kept running beside this one for its own PaddleJob (``kubeflow.org``), labels its pods
+    ``operator-name: paddlejob-controller`` as this operator labels paddle-operator's
+    PaddleJob's, so the pods of a same-named job of the other kind must not count here.
+    """
+    if not uid:
+        return observed
+
+    def ours(obj: dict[str, Any]) -> bool:
+        refs = [r for r in (obj.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
+        return not refs or any(r.get("uid") == uid for r in refs)
+
+    return {k: [o for o in v if ours(o)] if isinstance(v, list) else v for k, v in observed.items()}
+
+
 class _Pass:
     """State of one reconcile pass; :func:`plan` drives it."""
 
@@ -96,7 +114,7 @@ class _Pass:
         self.config = config or {}
         self.now_dt = parse_time(now) or datetime.now(UTC)
         self.now = fmt_time(self.now_dt)
-        observed = observed or {}
+        observed = _owned_or_orphaned(observed or {}, (cr.get("metadata") or {}).get("uid"))
         self.pods = {p["metadata"]["name"]: p for p in observed.get("pods") or []}
         self.services = {s["metadata"]["name"]: s for s in observed.get("services") or []}
         self.extras = {
@@ -413,7 +431,7 @@ def _reconcile_pods(
 
 def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], now: str) -> dict[str, Any]:
     """Decide one reconcile pass. See the module docstring for the order of rules."""
-    profile = profile_for(cr.get("kind", ""))
+    profile = profile_of(cr)
     kind = cr.get("kind") or profile.kind
     name = (cr.get("metadata") or {}).get("name", "")
     if (observed or {}).get(UNAVAILABLE):
@@ -599,7 +617,7 @@ def status_digest(status: dict[str, Any] | None) -> str:
 def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the role reads before planning: the job's objects, listed by the job's labels, and
     with gang scheduling its PodGroup and the cluster's PriorityClasses (for minResources)."""
-    profile = profile_for(cr.get("kind", ""))
+    profile = profile_of(cr)
     meta = cr.get("metadata") or {}
     selector = profile.selector_for(meta.get("name", ""), meta.get("namespace", ""))
     kinds = [{"apiVersion": "v1", "kind": k, "key": k.lower() + "s"} for k in profile.observed_kinds]
@@ -758,7 +776,7 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
             # job read again has the same generation and status (training_job_apply).
             "generation": meta.get("generation", ""),
             "statusDigest": status_digest(p.cr.get("status")),
-            "framework": PROFILES[kind].framework if kind in PROFILES else "",
+            "framework": getattr(BY_KIND.get((p.cr.get("apiVersion", ""), kind)), "framework", ""),
         },
         "create": p.create,
         "patch": p.update,

@@ -1,6 +1,14 @@
-"""The framework profiles by job kind."""
+"""The job kinds this operator serves: one framework profile each.
+
+A kind is known by its API version and kind together: training-operator's PaddleJob
+(``kubeflow.org/v1``) and paddle-operator's (``batch.paddlepaddle.org/v1``) share a kind name.
+Each profile also has a ``name``, unique and usable as an Ansible role name, which names its
+role and its user guide.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from training_jobs.profiles.base import Profile
 from training_jobs.profiles.caffe2 import Caffe2Profile
@@ -11,22 +19,27 @@ from training_jobs.profiles.pytorch import PyTorchProfile
 from training_jobs.profiles.tensorflow import TensorFlowProfile
 from training_jobs.profiles.xgboost import XGBoostProfile
 
-PROFILES: dict[str, Profile] = {
-    p.kind: p
-    for p in (
-        TensorFlowProfile(),
-        MXNetProfile(),
-        PaddleProfile(),
-        Caffe2Profile(),
-        PyTorchProfile(),
-        XGBoostProfile(),
-        JAXProfile(),
-    )
-}
+_ALL: tuple[Profile, ...] = (
+    TensorFlowProfile(),
+    MXNetProfile(),
+    PyTorchProfile(),
+    XGBoostProfile(),
+    JAXProfile(),
+    PaddleProfile(),
+    Caffe2Profile(),
+)
+PROFILES: dict[str, Profile] = {p.name: p for p in _ALL}
+BY_KIND: dict[tuple[str, str], Profile] = {(p.api_version, p.kind): p for p in _ALL}
 
 
-def profile_for(kind: str) -> Profile:
+def profile_for(api_version: str, kind: str) -> Profile:
     try:
-        return PROFILES[kind]
+        return BY_KIND[(api_version, kind)]
     except KeyError:
-        raise ValueError(f"no profile for kind {kind!r}; known: {', '.join(sorted(PROFILES))}") from None
+        known = ", ".join(f"{k} ({v})" for v, k in sorted(BY_KIND))
+        raise ValueError(f"no profile for {kind!r} in {api_version!r}; known: {known}") from None
+
+
+def profile_of(cr: dict[str, Any]) -> Profile:
+    """The profile of a job object, by its apiVersion and kind."""
+    return profile_for(cr.get("apiVersion", ""), cr.get("kind", ""))

@@ -7,7 +7,9 @@ container in the operator pod, a background process under ``make run``).
 
 The names and the ``job_namespace`` / ``framework`` labels are training-operator's
 (``pkg/common/metrics.go``), so its dashboards and alerts keep working; ``kind`` is added
-because it is the name users of this operator know a job by.
+because it is the name users of this operator know a job by, and ``group`` because two kinds
+share that name (training-operator's PaddleJob in ``kubeflow.org``, paddle-operator's in
+``batch.paddlepaddle.org``).
 
 Pure: no I/O. Counters start at zero when the process starts, as every Prometheus counter.
 """
@@ -26,7 +28,8 @@ METRICS = {
     "restarted": "Failed pods the operator deleted to be recreated under their restart policy.",
     "deleted": "Jobs deleted by the operator after ttlSecondsAfterFinished.",
 }
-LABELS = ("job_namespace", "framework", "kind")
+LABELS = ("job_namespace", "framework", "kind", "group")
+Labels = tuple[str, str, str, str]
 
 
 class ObservationError(ValueError):
@@ -37,15 +40,15 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def parse_observation(body: Any) -> tuple[tuple[str, str, str], dict[str, int]]:
-    """``{"namespace", "framework", "kind", "counts": {metric: n}}`` -> (labels, counts).
+def parse_observation(body: Any) -> tuple[Labels, dict[str, int]]:
+    """``{"namespace", "framework", "kind", "group", "counts": {metric: n}}`` -> (labels, counts).
 
     Raises :class:`ObservationError` on anything else, so a bad caller is told, not ignored.
     """
     if not isinstance(body, dict):
         raise ObservationError("an observation is a JSON object")
     labels = []
-    for field in ("namespace", "framework", "kind"):
+    for field in ("namespace", "framework", "kind", "group"):
         value = body.get(field)
         if not isinstance(value, str) or not value:
             raise ObservationError(f"{field} must be a non-empty string")
@@ -58,7 +61,7 @@ def parse_observation(body: Any) -> tuple[tuple[str, str, str], dict[str, int]]:
             raise ObservationError(f"unknown counter {metric!r}; known: {', '.join(METRICS)}")
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise ObservationError(f"{metric} must be a non-negative integer")
-    return (labels[0], labels[1], labels[2]), counts
+    return (labels[0], labels[1], labels[2], labels[3]), counts
 
 
 class Counters:
@@ -66,15 +69,15 @@ class Counters:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._values: dict[str, dict[tuple[str, str, str], int]] = {m: {} for m in METRICS}
+        self._values: dict[str, dict[Labels, int]] = {m: {} for m in METRICS}
 
-    def add(self, labels: tuple[str, str, str], counts: dict[str, int]) -> None:
+    def add(self, labels: Labels, counts: dict[str, int]) -> None:
         with self._lock:
             for metric, n in counts.items():
                 series = self._values[metric]
                 series[labels] = series.get(labels, 0) + n
 
-    def value(self, metric: str, labels: tuple[str, str, str]) -> int:
+    def value(self, metric: str, labels: Labels) -> int:
         with self._lock:
             return self._values[metric].get(labels, 0)
 

@@ -20,6 +20,7 @@ def observation(job: dict, counts: dict[str, int]) -> dict:
         "namespace": job["namespace"],
         "framework": job.get("framework") or job["kind"].lower(),
         "kind": job["kind"],
+        "group": job["apiVersion"].rpartition("/")[0],
         "counts": counts,
     }
 

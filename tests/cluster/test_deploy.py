@@ -15,6 +15,8 @@ import subprocess
 
 import pytest
 from kube import ROOT, get, kubeconfig, kubectl, wait_for
+from training_jobs.registry import PROFILES
+from training_kube.client import RESOURCES
 
 pytestmark = pytest.mark.cluster
 
@@ -28,9 +30,8 @@ CRDS = {
     "caffe2jobs.kubeflow.org",
     "paddlejobs.batch.paddlepaddle.org",
 }
-JOBS = {("kubeflow.org", r) for r in ("tfjobs", "mxjobs", "caffe2jobs")} | {
-    ("batch.paddlepaddle.org", "paddlejobs")
-}
+# (API group, resource) of every job kind the operator serves.
+JOBS = {(p.api_version.rpartition("/")[0], RESOURCES[(p.api_version, p.kind)]) for p in PROFILES.values()}
 
 # (API group, resource) -> verbs, everything the operator does in a job's namespace.
 EXPECTED_IN_JOB_NAMESPACE = {

@@ -1,7 +1,7 @@
 """Kubeflow's Python SDK (`kubeflow-training` 1.9.x, training-operator v1.9's client) drives this
-operator: ``TrainingClient`` creates a job of each kind it knows and this operator serves, waits
-for its conditions, finds the master pod with ``get_job_pods(is_master=True)`` and deletes the
-job. The jobs' pods finish through the local cluster's KWOK annotations."""
+operator: ``TrainingClient`` creates a job of each kind it knows and this operator serves (all
+but MPIJob and training-operator's PaddleJob), waits for its conditions, finds the master pod with ``get_job_pods(is_master=True)``
+and deletes the job. The jobs' pods finish through the local cluster's KWOK annotations."""
 
 from __future__ import annotations
 

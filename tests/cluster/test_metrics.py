@@ -28,9 +28,10 @@ namespace = namespace_fixture(NS)
 def counter(metric: str, kind: str, framework: str) -> int:
     with urllib.request.urlopen(METRICS_URL, timeout=5) as resp:
         text = resp.read().decode()
+    group = "batch.paddlepaddle.org" if kind == "PaddleJob" else "kubeflow.org"  # as submit() creates it
     pattern = (
         rf'^training_operator_jobs_{metric}_total\{{job_namespace="{NS}",framework="{framework}",'
-        rf'kind="{kind}"\}} (\d+)$'
+        rf'kind="{kind}",group="{group}"\}} (\d+)$'
     )
     match = re.search(pattern, text, re.MULTILINE)
     return int(match.group(1)) if match else 0

@@ -193,7 +193,7 @@ def caffe2_job(backend):
     ],
 )
 def test_every_container_gets_all_seven(case, backend, host, port, nfs):
-    profile = profile_for("Caffe2Job")
+    profile = profile_for("kubeflow.org/v1alpha1", "Caffe2Job")
     job = profile.job(caffe2_job(backend))
     group = job.groups[0]
     pod = pods.desired_pod(profile, job, group, 1, Context(config={}, pods={}))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from training_jobs.registry import PROFILES
+from training_jobs.registry import BY_KIND, PROFILES, profile_of
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "hack" / "gen_crds.py"
@@ -37,10 +37,12 @@ gen = _load_generator()
 
 
 def _crds() -> dict[str, dict[str, Any]]:
+    """The CRDs by profile name (the registry's key: tfjob, kubeflow_paddlejob, paddlejob, ...)."""
     out = {}
     for path in sorted((ROOT / "config" / "crd" / "bases").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
-        out[doc["spec"]["names"]["kind"]] = doc
+        api_version = f"{doc['spec']['group']}/{doc['spec']['versions'][0]['name']}"
+        out[BY_KIND[(api_version, doc["spec"]["names"]["kind"])].name] = doc
     return out
 
 
@@ -141,19 +143,19 @@ def test_kustomizations_list_every_file() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "group", "version", "plural", "short"),
+    ("name", "kind", "group", "version", "plural", "short"),
     [
-        ("TFJob", "kubeflow.org", "v1", "tfjobs", ["tfj"]),
-        ("MXJob", "kubeflow.org", "v1", "mxjobs", ["mxj"]),
-        ("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", ["ptj"]),
-        ("XGBoostJob", "kubeflow.org", "v1", "xgboostjobs", []),
-        ("JAXJob", "kubeflow.org", "v1", "jaxjobs", []),
-        ("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", ["pdj"]),
-        ("Caffe2Job", "kubeflow.org", "v1alpha1", "caffe2jobs", ["c2j"]),
+        ("tfjob", "TFJob", "kubeflow.org", "v1", "tfjobs", ["tfj"]),
+        ("mxjob", "MXJob", "kubeflow.org", "v1", "mxjobs", ["mxj"]),
+        ("pytorchjob", "PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", ["ptj"]),
+        ("xgboostjob", "XGBoostJob", "kubeflow.org", "v1", "xgboostjobs", []),
+        ("jaxjob", "JAXJob", "kubeflow.org", "v1", "jaxjobs", []),
+        ("paddlejob", "PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", ["pdj"]),
+        ("caffe2job", "Caffe2Job", "kubeflow.org", "v1alpha1", "caffe2jobs", ["c2j"]),
     ],
 )
-def test_names(kind: str, group: str, version: str, plural: str, short: list[str]) -> None:
-    crd = CRDS[kind]
+def test_names(name: str, kind: str, group: str, version: str, plural: str, short: list[str]) -> None:
+    crd = CRDS[name]
     assert crd["metadata"]["name"] == f"{plural}.{group}"
     assert crd["spec"]["group"] == group
     assert crd["spec"]["scope"] == "Namespaced"
@@ -168,12 +170,14 @@ def test_names(kind: str, group: str, version: str, plural: str, short: list[str
     }
     [v] = crd["spec"]["versions"]
     assert (v["name"], v["served"], v["storage"]) == (version, True, True)
+    # The Worker replicas scale a PyTorchJob, as upstream.
+    field = {"pytorchjob": "pytorchReplicaSpecs"}.get(name)
     scale = {
-        "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
+        "specReplicasPath": f".spec.{field}.Worker.replicas",
         "statusReplicasPath": ".status.replicaStatuses.Worker.active",
         "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
     }
-    assert v["subresources"] == ({"status": {}, "scale": scale} if kind == "PyTorchJob" else {"status": {}})
+    assert v["subresources"] == ({"status": {}, "scale": scale} if field else {"status": {}})
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -184,7 +188,7 @@ def test_printer_columns(kind: str) -> None:
     assert by_name["State"]["type"] == "string"
     assert by_name["Age"] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
     assert columns[-1]["name"] == "Age"
-    if kind == "PaddleJob":
+    if kind == "paddlejob":
         assert [c["name"] for c in columns] == ["Status", "Mode", "State", "Age"]
         assert by_name["Status"]["jsonPath"] == ".status.phase"
         assert by_name["Mode"]["jsonPath"] == ".status.mode"
@@ -227,13 +231,13 @@ def test_only_pod_templates_preserve_unknown_fields(kind: str) -> None:
 def _replica_specs(kind: str) -> list[dict[str, Any]]:
     spec = spec_of(kind)
     return {
-        "TFJob": lambda: [at(spec, "tfReplicaSpecs", "*")],
-        "MXJob": lambda: [at(spec, "mxReplicaSpecs", "*")],
-        "PyTorchJob": lambda: [at(spec, "pytorchReplicaSpecs", "*")],
-        "XGBoostJob": lambda: [at(spec, "xgbReplicaSpecs", "*")],
-        "JAXJob": lambda: [at(spec, "jaxReplicaSpecs", "*")],
-        "PaddleJob": lambda: [at(spec, r) for r in ("ps", "worker", "heter")],
-        "Caffe2Job": lambda: [at(spec, "replicaSpecs")],
+        "tfjob": lambda: [at(spec, "tfReplicaSpecs", "*")],
+        "mxjob": lambda: [at(spec, "mxReplicaSpecs", "*")],
+        "pytorchjob": lambda: [at(spec, "pytorchReplicaSpecs", "*")],
+        "xgboostjob": lambda: [at(spec, "xgbReplicaSpecs", "*")],
+        "jaxjob": lambda: [at(spec, "jaxReplicaSpecs", "*")],
+        "paddlejob": lambda: [at(spec, r) for r in ("ps", "worker", "heter")],
+        "caffe2job": lambda: [at(spec, "replicaSpecs")],
     }[kind]()
 
 
@@ -244,16 +248,16 @@ def test_replica_specs(kind: str) -> None:
         assert (replicas["type"], replicas["format"], replicas["minimum"]) == ("integer", "int32", 0)
         policy = at(rs, "restartPolicy")
         assert policy["enum"] == ["Always", "OnFailure", "Never", "ExitCode"]
-        if kind == "PaddleJob":
+        if kind == "paddlejob":
             # paddle-operator has no replicas default, and its restart default depends on the job.
             assert "default" not in replicas and "default" not in policy
             assert rs["required"] == ["replicas", "template"]
         else:
             assert replicas["default"] == 1
             assert rs["required"] == ["template"]
-        if kind in ("TFJob", "MXJob", "XGBoostJob", "JAXJob"):
+        if kind in ("tfjob", "mxjob", "xgboostjob", "jaxjob"):
             assert policy["default"] == "Never"
-        elif kind == "PyTorchJob":
+        elif kind == "pytorchjob":
             assert policy["default"] == "OnFailure"
         else:
             # Upstream falls back to the pod template's restartPolicy, which a default would hide.
@@ -270,12 +274,15 @@ def test_replica_specs(kind: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "field", "types"),
     [
-        ("TFJob", "tfReplicaSpecs", ["Chief", "Master", "PS", "Worker", "Evaluator"]),
+        ("tfjob", "tfReplicaSpecs", ["Chief", "Master", "PS", "Worker", "Evaluator"]),
         (
-            "MXJob",
+            "mxjob",
             "mxReplicaSpecs",
             ["Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"],
         ),
+        ("pytorchjob", "pytorchReplicaSpecs", ["Master", "Worker"]),
+        ("xgboostjob", "xgbReplicaSpecs", ["Master", "Worker"]),
+        ("jaxjob", "jaxReplicaSpecs", ["Worker"]),
     ],
 )
 def test_replica_spec_maps(kind: str, field: str, types: list[str]) -> None:
@@ -334,7 +341,7 @@ def test_status(kind: str) -> None:
     for field in ("startTime", "completionTime", "lastReconcileTime"):
         assert at(status, field)["format"] == "date-time"
     assert at(status, "restartCount")["type"] == "integer"
-    if kind == "PaddleJob":
+    if kind == "paddlejob":
         for role in ("ps", "worker", "heter"):
             assert set(at(status, role)["properties"]) == {
                 "pending",
@@ -351,19 +358,19 @@ def test_status(kind: str) -> None:
 
 
 def test_tfjob_fields() -> None:
-    spec = spec_of("TFJob")
+    spec = spec_of("tfjob")
     assert at(spec, "successPolicy")["enum"] == ["", "AllWorkers"]
     assert at(spec, "enableDynamicWorker")["type"] == "boolean"
 
 
 def test_mxjob_fields() -> None:
-    mode = at(spec_of("MXJob"), "jobMode")
+    mode = at(spec_of("mxjob"), "jobMode")
     assert (mode["enum"], mode["default"]) == (["MXTrain", "MXTune"], "MXTrain")
     assert [r["rule"] for r in rules(mode)] == ["self == oldSelf"]
 
 
 def test_paddlejob_fields() -> None:
-    spec = spec_of("PaddleJob")
+    spec = spec_of("paddlejob")
     assert at(spec, "intranet")["enum"] == ["PodIP", "Service", "Host"]
     assert at(spec, "intranet")["default"] == "PodIP"
     assert at(spec, "withGloo")["enum"] == [0, 1, 2]
@@ -383,7 +390,7 @@ def test_paddlejob_fields() -> None:
 
 
 def test_caffe2job_fields() -> None:
-    spec = spec_of("Caffe2Job")
+    spec = spec_of("caffe2job")
     backend = at(spec, "backendSpecs")
     assert at(backend, "backendType")["enum"] == ["none", "redis", "nfs"]
     assert at(backend, "manageRedis")["default"] is False
@@ -428,7 +435,7 @@ def _admission() -> dict[str, list[dict[str, Any]]]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_admission_policy_per_kind(kind: str) -> None:
-    policy, binding = _admission()[kind.lower()]
+    policy, binding = _admission()[kind]
     crd = CRDS[kind]
     assert policy["apiVersion"] == binding["apiVersion"] == "admissionregistration.k8s.io/v1"
     assert (policy["kind"], binding["kind"]) == (
@@ -504,7 +511,7 @@ def violations(value: Any, node: dict[str, Any], path: str) -> list[str]:
 
 
 def sample_violations(job: dict[str, Any]) -> list[str]:
-    root = schema(job["kind"])
+    root = schema(profile_of(job).name)
     # Object metadata is the API server's to validate.
     job = {**job, "metadata": {}}
     return violations(job, root, "")
@@ -521,12 +528,13 @@ def _sample(path: Path) -> dict[str, Any]:
 def _templates(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Pod templates of a job by replica type."""
     spec = job["spec"]
-    if job["kind"] == "PaddleJob":
+    profile = profile_of(job)
+    if profile.name == "paddlejob":
         specs = {r: spec[r] for r in ("ps", "worker", "heter") if r in spec}
-    elif job["kind"] == "Caffe2Job":
+    elif profile.name == "caffe2job":
         specs = {"replicaSpecs": spec["replicaSpecs"]}
     else:
-        specs = spec[PROFILES[job["kind"]].replica_specs_field]
+        specs = spec[profile.replica_specs_field]
     return {rtype: rs["template"] for rtype, rs in specs.items()}
 
 
@@ -543,13 +551,13 @@ def test_the_validator_sees_unknown_fields_and_bad_values() -> None:
 
 
 def test_every_kind_has_a_sample() -> None:
-    assert {_sample(p)["kind"] for p in SAMPLE_FILES} == set(KINDS)
+    assert {profile_of(_sample(p)).name for p in SAMPLE_FILES} == set(KINDS)
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_sample_uses_only_declared_fields(path: Path) -> None:
     job = _sample(path)
-    crd = CRDS[job["kind"]]
+    crd = CRDS[profile_of(job).name]
     assert job["apiVersion"] == f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}"
     assert sample_violations(job) == []
 
@@ -559,7 +567,7 @@ def test_sample_passes_the_admission_rules(path: Path) -> None:
     job = _sample(path)
     name = job["metadata"]["name"]
     assert DNS1035.match(name)
-    profile = PROFILES[job["kind"]]
+    profile = profile_of(job)
     # The kinds with a replica-spec map need their framework's container (the admission policy).
     named = profile.default_container if profile.replica_specs_field else None
     for rtype, template in _templates(job).items():
@@ -593,5 +601,5 @@ def test_the_gpu_samples() -> None:
 
 
 def test_sample_names_are_unique_per_kind() -> None:
-    seen = [(_sample(p)["kind"], _sample(p)["metadata"]["name"]) for p in SAMPLE_FILES]
+    seen = [(profile_of(_sample(p)).name, _sample(p)["metadata"]["name"]) for p in SAMPLE_FILES]
     assert len(seen) == len(set(seen))

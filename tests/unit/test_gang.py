@@ -72,7 +72,7 @@ def tfjob(groups, run_policy=None, annotations=None):
         "metadata": meta,
         "spec": {"tfReplicaSpecs": specs, "runPolicy": run_policy or {}},
     }
-    return profile_for("TFJob").job(cr)
+    return profile_for("kubeflow.org/v1", "TFJob").job(cr)
 
 
 def paddlejob(top_policy=None, run_policy=None, workers=2):
@@ -87,7 +87,7 @@ def paddlejob(top_policy=None, run_policy=None, workers=2):
         "metadata": {"name": "wide", "namespace": "ns", "uid": "uid-2"},
         "spec": spec,
     }
-    return profile_for("PaddleJob").job(cr)
+    return profile_for("batch.paddlepaddle.org/v1", "PaddleJob").job(cr)
 
 
 # --- quantities ----------------------------------------------------------------------------

@@ -98,19 +98,58 @@ def test_plan_names_the_framework_label():
     ("body", "error"),
     [
         ([], "JSON object"),
-        ({"framework": "tensorflow", "kind": "TFJob", "counts": {"created": 1}}, "namespace"),
-        ({"namespace": "ns", "framework": "", "kind": "TFJob", "counts": {"created": 1}}, "framework"),
-        ({"namespace": "ns", "framework": "tensorflow", "kind": "TFJob", "counts": {}}, "counts"),
         (
-            {"namespace": "ns", "framework": "tensorflow", "kind": "TFJob", "counts": {"exploded": 1}},
+            {"framework": "tensorflow", "kind": "TFJob", "group": "kubeflow.org", "counts": {"created": 1}},
+            "namespace",
+        ),
+        (
+            {
+                "namespace": "ns",
+                "framework": "",
+                "kind": "TFJob",
+                "group": "kubeflow.org",
+                "counts": {"created": 1},
+            },
+            "framework",
+        ),
+        (
+            {
+                "namespace": "ns",
+                "framework": "tensorflow",
+                "kind": "TFJob",
+                "group": "kubeflow.org",
+                "counts": {},
+            },
+            "counts",
+        ),
+        (
+            {
+                "namespace": "ns",
+                "framework": "tensorflow",
+                "kind": "TFJob",
+                "group": "kubeflow.org",
+                "counts": {"exploded": 1},
+            },
             "unknown counter",
         ),
         (
-            {"namespace": "ns", "framework": "tensorflow", "kind": "TFJob", "counts": {"created": -1}},
+            {
+                "namespace": "ns",
+                "framework": "tensorflow",
+                "kind": "TFJob",
+                "group": "kubeflow.org",
+                "counts": {"created": -1},
+            },
             "non-negative",
         ),
         (
-            {"namespace": "ns", "framework": "tensorflow", "kind": "TFJob", "counts": {"created": True}},
+            {
+                "namespace": "ns",
+                "framework": "tensorflow",
+                "kind": "TFJob",
+                "group": "kubeflow.org",
+                "counts": {"created": True},
+            },
             "non-negative",
         ),
     ],
@@ -122,21 +161,21 @@ def test_bad_observations_are_refused(body, error):
 
 def test_render_uses_training_operator_names_labels_and_escaping():
     c = metrics.Counters()
-    job = {"namespace": "team-a", "kind": "TFJob", "framework": "tensorflow"}
+    job = {"namespace": "team-a", "kind": "TFJob", "apiVersion": "kubeflow.org/v1", "framework": "tensorflow"}
     c.add(*metrics.parse_observation(observation(job, {"created": 1, "restarted": 2})))
     c.add(*metrics.parse_observation(observation(job, {"created": 1})))
-    c.add(('we"ird\\ns', "mxnet", "MXJob"), {"failed": 1})
+    c.add(('we"ird\\ns', "mxnet", "MXJob", "kubeflow.org"), {"failed": 1})
     text = c.render()
     assert (
-        'training_operator_jobs_created_total{job_namespace="team-a",framework="tensorflow",kind="TFJob"} 2'
+        'training_operator_jobs_created_total{job_namespace="team-a",framework="tensorflow",kind="TFJob",group="kubeflow.org"} 2'
         in text
     )
     assert (
-        'training_operator_jobs_restarted_total{job_namespace="team-a",framework="tensorflow",kind="TFJob"} 2'
+        'training_operator_jobs_restarted_total{job_namespace="team-a",framework="tensorflow",kind="TFJob",group="kubeflow.org"} 2'
         in text
     )
     assert (
-        'training_operator_jobs_failed_total{job_namespace="we\\"ird\\\\ns",framework="mxnet",kind="MXJob"} 1'
+        'training_operator_jobs_failed_total{job_namespace="we\\"ird\\\\ns",framework="mxnet",kind="MXJob",group="kubeflow.org"} 1'
         in text
     )
     for name in ("created", "successful", "failed", "restarted", "deleted"):
@@ -158,12 +197,17 @@ def server():
 
 def test_report_reaches_the_server_and_is_served(server):
     c, base = server
-    job = {"namespace": "ns", "kind": "PaddleJob", "framework": "paddle"}
+    job = {
+        "namespace": "ns",
+        "kind": "PaddleJob",
+        "apiVersion": "batch.paddlepaddle.org/v1",
+        "framework": "paddle",
+    }
     assert report(job, {"successful": 1}, url=base + "/observe") == ""
-    assert c.value("successful", ("ns", "paddle", "PaddleJob")) == 1
+    assert c.value("successful", ("ns", "paddle", "PaddleJob", "batch.paddlepaddle.org")) == 1
     with urllib.request.urlopen(base + "/metrics") as resp:
         assert (
-            'training_operator_jobs_successful_total{job_namespace="ns",framework="paddle",kind="PaddleJob"} 1'
+            'training_operator_jobs_successful_total{job_namespace="ns",framework="paddle",kind="PaddleJob",group="batch.paddlepaddle.org"} 1'
             in resp.read().decode()
         )
 
@@ -177,6 +221,17 @@ def test_server_answers_bad_observations_with_400(server):
 
 
 def test_report_without_a_server_is_a_warning_not_an_error():
-    warning = report({"namespace": "ns", "kind": "TFJob"}, {"created": 1}, url="http://127.0.0.1:9/observe")
+    warning = report(
+        {"namespace": "ns", "kind": "TFJob", "apiVersion": "kubeflow.org/v1"},
+        {"created": 1},
+        url="http://127.0.0.1:9/observe",
+    )
     assert warning.startswith("job metrics not recorded")
-    assert report({"namespace": "ns", "kind": "TFJob"}, {}, url="http://127.0.0.1:9/observe") == ""
+    assert (
+        report(
+            {"namespace": "ns", "kind": "TFJob", "apiVersion": "kubeflow.org/v1"},
+            {},
+            url="http://127.0.0.1:9/observe",
+        )
+        == ""
+    )

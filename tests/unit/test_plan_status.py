@@ -376,3 +376,21 @@ def test_unchanged_status_is_not_written_again():
     again = plan(job, observed, {}, "2026-11-23T10:01:00Z")
     assert again["status"] is None
     assert again["create"] == [] and again["delete"] == []
+
+
+def test_pods_another_controller_owns_are_not_the_jobs():
+    """The observe step lists by labels; a failed pod with this job's labels but another
+    controller's owner reference (another kind labelling alike, a copied manifest) neither
+    counts nor fails the job."""
+    job, observed = created(tfjob([("Worker", 1, "Never")]))
+    (mine,) = observed["pods"]
+    foreign = copy.deepcopy(mine)
+    foreign["metadata"]["name"] = "job-worker-0-copy"
+    foreign["metadata"]["ownerReferences"] = [{"kind": "PaddleJob", "uid": "uid-2", "controller": True}]
+    observed = {**observed, "pods": [*with_phases([mine], {}), {**foreign, "status": {"phase": "Failed"}}]}
+    result = plan(job, observed, {}, LATER)
+    assert result["status"]["replicaStatuses"]["Worker"] == {
+        **result["status"]["replicaStatuses"]["Worker"],
+        "failed": 0,
+    }
+    assert cond.FAILED not in [c["type"] for c in result["status"]["conditions"]]

@@ -137,7 +137,7 @@ def test_every_kind_has_its_pods_watched(kind):
     """The watcher selects pods by each profile's wake_label: every pod a profile creates must
     carry it, or that kind's jobs would only move at the safety-net poll."""
     from test_plan_status import caffe2job, created, mxjob, paddlejob, tfjob
-    from training_jobs.registry import PROFILES
+    from training_jobs.registry import profile_of
     from training_wake.signature import JOB_KINDS, POD_SELECTORS
 
     job = {
@@ -147,7 +147,7 @@ def test_every_kind_has_its_pods_watched(kind):
         "Caffe2Job": lambda: caffe2job(2),
     }[kind]()
     _, observed = created(job)
-    profile = PROFILES[kind]
+    profile = profile_of(job)
     assert observed["pods"], kind
     for p in observed["pods"]:
         assert profile.wake_label in p["metadata"]["labels"]

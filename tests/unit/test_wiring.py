@@ -12,6 +12,7 @@ from training_jobs.registry import PROFILES
 from training_kube.client import RESOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
+# Profile names (tfjob, kubeflow_paddlejob, ...): the registry's unique key of a kind.
 KINDS = sorted(PROFILES)
 # The flags every kind is watched with (watches.yaml's comments say why).
 STANDARD_WATCH = {
@@ -24,13 +25,13 @@ STANDARD_WATCH = {
 }
 
 
-def plural(kind: str) -> str:
-    profile = PROFILES[kind]
-    return RESOURCES[(profile.api_version, kind)]
+def plural(name: str) -> str:
+    profile = PROFILES[name]
+    return RESOURCES[(profile.api_version, profile.kind)]
 
 
-def group_version(kind: str) -> tuple[str, str]:
-    group, _, version = PROFILES[kind].api_version.rpartition("/")
+def group_version(name: str) -> tuple[str, str]:
+    group, _, version = PROFILES[name].api_version.rpartition("/")
     return group, version
 
 
@@ -41,18 +42,19 @@ def load_all(path: Path) -> list:
 @pytest.mark.parametrize("kind", KINDS)
 def test_watch_entry_with_the_standard_flags(kind):
     group, version = group_version(kind)
-    (entry,) = [w for w in yaml.safe_load((ROOT / "watches.yaml").read_text()) if w["kind"] == kind]
-    assert (entry["group"], entry["version"]) == (group, version)
+    watches = yaml.safe_load((ROOT / "watches.yaml").read_text())
+    (entry,) = [w for w in watches if (w["group"], w["kind"]) == (group, PROFILES[kind].kind)]
+    assert entry["version"] == version
     assert {k: entry.get(k) for k in STANDARD_WATCH} == STANDARD_WATCH
-    assert entry["role"] == kind.lower()
+    assert entry["role"] == kind
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_role_hands_the_cr_to_the_engine(kind):
     group, _ = group_version(kind)
-    (task,) = yaml.safe_load((ROOT / "roles" / kind.lower() / "tasks" / "main.yml").read_text())
+    (task,) = yaml.safe_load((ROOT / "roles" / kind / "tasks" / "main.yml").read_text())
     assert task["ansible.builtin.import_role"] == {"name": "training_job"}
-    variable = "_" + group.replace(".", "_") + "_" + kind.lower()
+    variable = "_" + group.replace(".", "_") + "_" + PROFILES[kind].kind.lower()
     assert task["vars"] == {"training_job_cr": "{{ " + variable + " }}"}
 
 
@@ -61,7 +63,7 @@ def test_crd_is_generated_and_installed(kind):
     group, version = group_version(kind)
     path = ROOT / "config" / "crd" / "bases" / f"{group}_{plural(kind)}.yaml"
     crd = yaml.safe_load(path.read_text())
-    assert crd["spec"]["names"]["kind"] == kind
+    assert crd["spec"]["names"]["kind"] == PROFILES[kind].kind
     assert version in [v["name"] for v in crd["spec"]["versions"]]
     kustomization = yaml.safe_load((ROOT / "config" / "crd" / "kustomization.yaml").read_text())
     assert f"bases/{path.name}" in kustomization["resources"]
@@ -90,9 +92,10 @@ def test_olm_install_test_waits_for_the_crd(kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_sample_and_a_user_guide(kind):
+    profile = PROFILES[kind]
     samples = [d for p in (ROOT / "config" / "samples").glob("*.yaml") for d in load_all(p)]
-    assert any(d.get("kind") == kind for d in samples)
-    assert (ROOT / "docs" / f"user-guide-{kind.lower()}.md").exists()
+    assert any((d.get("apiVersion"), d.get("kind")) == (profile.api_version, profile.kind) for d in samples)
+    assert (ROOT / "docs" / f"user-guide-{kind.replace('_', '-')}.md").exists()
 
 
 def test_removing_an_entry_fails_the_wiring_test(tmp_path, monkeypatch):
@@ -102,4 +105,4 @@ def test_removing_an_entry_fails_the_wiring_test(tmp_path, monkeypatch):
     (fake_root / "watches.yaml").write_text(yaml.safe_dump(watches))
     monkeypatch.setattr(__import__(__name__), "ROOT", fake_root)
     with pytest.raises(ValueError):
-        test_watch_entry_with_the_standard_flags("TFJob")
+        test_watch_entry_with_the_standard_flags("tfjob")

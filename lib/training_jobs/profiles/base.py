@@ -66,6 +66,13 @@ class Profile:
     # The port upstream's defaulter adds to the default container when it has none of that name.
     default_port_name = ""
     default_port = 0
+
+    # Unique among the kinds and a valid Ansible role name: the kind's role and user guide are
+    # named after it. A kind that shares its kind name with another group's sets its own.
+    @property
+    def name(self) -> str:
+        return self.kind.lower()
+
     # Replica types in the order upstream evaluates them; also the order of pods in plans.
     replica_types: tuple[str, ...] = ()
 
@@ -310,6 +317,19 @@ def check_template(rtype: str, template: Any) -> None:
     for key in ("containers", "initContainers"):
         for i, c in enumerate(spec.get(key) or []):
             _check_container(f"{rtype} template spec.{key}[{i}]", c)
+
+
+def failed_for_good(job: Job, counts: dict[str, Counts], short_only: bool = False) -> tuple[str, int] | None:
+    """The first replica type, in the kind's order, with pods that failed and are not being
+    recreated, and how many. ``short_only``: only while the type is short of replicas (neither
+    running nor done), as training-operator's ``specReplicas > succeeded + running`` gate:
+    surplus failed pods left by a scale-down cannot fail a job that is whole."""
+    for g in job.groups:
+        c = counts[g.rtype]
+        failed = c.failed - c.restarting
+        if failed > 0 and (not short_only or g.replicas > c.succeeded + c.active):
+            return g.rtype, failed
+    return None
 
 
 def failed_groups_message(job: Job, rtype: str, failed: int) -> str:

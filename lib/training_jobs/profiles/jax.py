@@ -11,7 +11,7 @@ from __future__ import annotations
 from training_jobs import conditions as cond
 from training_jobs.contracts import jax
 from training_jobs.model import ENV_ALL_CONTAINERS, RESTART_NEVER
-from training_jobs.profiles.base import Outcome, Profile
+from training_jobs.profiles.base import Outcome, Profile, failed_for_good
 
 WORKER = "Worker"
 
@@ -47,15 +47,12 @@ class JAXProfile(Profile):
         # Upstream's `expected == 0`: a job scaled to 0 workers has nothing left to run.
         if worker and counts[WORKER].succeeded >= worker.replicas:
             return Outcome(cond.SUCCEEDED, f"JAXJob {job.namespace}/{job.name} successfully completed.")
-        for g in job.groups:
-            c = counts[g.rtype]
-            failed = c.failed - c.restarting
-            # Upstream's gate: failed pods count only while some replica is neither running nor
-            # done, so surplus pods (left by a scale-down) cannot fail a job that is whole.
-            if failed > 0 and g.replicas > c.succeeded + c.active:
-                return Outcome(
-                    cond.FAILED, f"JAXJob {job.name} is failed because {failed} {g.rtype} replica(s) failed."
-                )
+        failure = failed_for_good(job, counts, short_only=True)
+        if failure:
+            rtype, failed = failure
+            return Outcome(
+                cond.FAILED, f"JAXJob {job.name} is failed because {failed} {rtype} replica(s) failed."
+            )
         if worker and counts[WORKER].active > 0:
             return Outcome(cond.RUNNING, f"JAXJob {job.namespace}/{job.name} is running.")
         return Outcome()

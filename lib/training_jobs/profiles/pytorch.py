@@ -5,7 +5,7 @@ from __future__ import annotations
 from training_jobs import conditions as cond
 from training_jobs.contracts import pytorch as pt
 from training_jobs.model import ENV_ALL_CONTAINERS, RESTART_ON_FAILURE, InvalidJob
-from training_jobs.profiles.base import Outcome, Profile
+from training_jobs.profiles.base import Outcome, Profile, failed_for_good
 
 MASTER, WORKER = "Master", "Worker"
 
@@ -92,13 +92,12 @@ class PyTorchProfile(Profile):
             elastic = job.spec.get("elasticPolicy") is not None
             if c.succeeded >= worker.replicas or (elastic and c.succeeded > 0):
                 return Outcome(cond.SUCCEEDED, f"PyTorchJob {job.namespace}/{name} successfully completed.")
-        for g in job.groups:
-            c = counts[g.rtype]
-            if c.failed - c.restarting > 0:
-                return Outcome(
-                    cond.FAILED,
-                    f"PyTorchJob {name} is failed because {c.failed - c.restarting} {g.rtype} replica(s) failed.",
-                )
+        failure = failed_for_good(job, counts)
+        if failure:
+            rtype, failed = failure
+            return Outcome(
+                cond.FAILED, f"PyTorchJob {job.name} is failed because {failed} {rtype} replica(s) failed."
+            )
         if master and counts[MASTER].active > 0:
             return Outcome(cond.RUNNING, f"PyTorchJob {name} is running.")
         if not master and worker and counts[WORKER].active > 0:

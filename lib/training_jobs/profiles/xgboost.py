@@ -15,7 +15,7 @@ from __future__ import annotations
 from training_jobs import conditions as cond
 from training_jobs.contracts import xgboost as xgb
 from training_jobs.model import ENV_ALL_CONTAINERS, RESTART_NEVER, InvalidJob
-from training_jobs.profiles.base import Outcome, Profile
+from training_jobs.profiles.base import Outcome, Profile, failed_for_good
 
 MASTER, WORKER = "Master", "Worker"
 
@@ -65,13 +65,12 @@ class XGBoostProfile(Profile):
         master = job.group(MASTER)
         if master and counts[MASTER].succeeded >= master.replicas:
             return Outcome(cond.SUCCEEDED, f"XGBoostJob {job.name} is successfully completed.")
-        for g in job.groups:
-            c = counts[g.rtype]
-            if c.failed - c.restarting > 0:
-                return Outcome(
-                    cond.FAILED,
-                    f"XGBoostJob {job.name} is failed because {c.failed - c.restarting} {g.rtype} replica(s) failed.",
-                )
+        failure = failed_for_good(job, counts)
+        if failure:
+            rtype, failed = failure
+            return Outcome(
+                cond.FAILED, f"XGBoostJob {job.name} is failed because {failed} {rtype} replica(s) failed."
+            )
         # Only the master's pods make the job Running: running workers alone do not.
         if master and counts[MASTER].active > 0:
             return Outcome(cond.RUNNING, f"XGBoostJob {job.name} is running.")
