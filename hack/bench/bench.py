@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FLOOR_DIR = ROOT / "hack" / "bench" / "floor"
 
 PROFILES = {
-    # The bursts: every kind alone and all four mixed; training-operator with TFJobs.
+    # Bursts of every kind alone and all of them mixed; training-operator with TFJobs.
     "full": {
         "bursts": [1, 10, 50, 100],
         "scenarios": [*joblib.KINDS, "mixed"],

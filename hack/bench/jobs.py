@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 IMAGE = "docker.io/library/busybox:1.36"
-KINDS = ("TFJob", "MXJob", "PaddleJob", "Caffe2Job")
+KINDS = ("TFJob", "MXJob", "PyTorchJob", "PaddleJob", "Caffe2Job")
 
 API = {
     "TFJob": ("kubeflow.org", "v1", "tfjobs"),
     "MXJob": ("kubeflow.org", "v1", "mxjobs"),
+    "PyTorchJob": ("kubeflow.org", "v1", "pytorchjobs"),
     "PaddleJob": ("batch.paddlepaddle.org", "v1", "paddlejobs"),
     "Caffe2Job": ("kubeflow.org", "v1alpha1", "caffe2jobs"),
 }
@@ -47,6 +48,11 @@ def job(kind: str, name: str, namespace: str, replicas: int = 5, run_for: str = 
     elif kind == "MXJob":
         layout = [("Scheduler", 1), ("Server", 1), ("Worker", replicas - 2)]
         spec = {"jobMode": "MXTrain", "mxReplicaSpecs": _replicas("mxnet", layout, run_for)}
+    elif kind == "PyTorchJob":
+        # Workers also get the init container that waits for the master's name.
+        spec = {
+            "pytorchReplicaSpecs": _replicas("pytorch", [("Master", 1), ("Worker", replicas - 1)], run_for)
+        }
     elif kind == "PaddleJob":
         spec = {
             "intranet": "Service",

@@ -21,7 +21,7 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 # effort, and are reported apart.
 WRITE_VERBS = {"POST", "PUT", "PATCH", "DELETE"}
 OWNED_RESOURCES = {"pods", "services", "configmaps", "podgroups", "deployments"}
-JOB_RESOURCES = {"tfjobs", "mxjobs", "paddlejobs", "caffe2jobs"}
+JOB_RESOURCES = {"tfjobs", "mxjobs", "pytorchjobs", "xgboostjobs", "jaxjobs", "paddlejobs", "caffe2jobs"}
 
 
 def parse(text: str) -> list[tuple[str, dict[str, str], float]]:

@@ -487,6 +487,8 @@ def _sync_pod_group(profile: Profile, job: Job, p: _Pass, kind: str) -> bool:
     desired = gang.pod_group(
         job, p.config, p.priority_classes, existing=observed, labels=profile.selector(job)
     )
+    if desired is None:  # no gang scheduler (checked above)
+        return True
     if observed is None:
         p.create_obj(desired)
     elif gang.needs_update(desired, observed):
@@ -620,7 +622,10 @@ def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> di
     profile = profile_of(cr)
     meta = cr.get("metadata") or {}
     selector = profile.selector_for(meta.get("name", ""), meta.get("namespace", ""))
-    kinds = [{"apiVersion": "v1", "kind": k, "key": k.lower() + "s"} for k in profile.observed_kinds]
+    kinds: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": k, "key": k.lower() + "s"} for k in profile.observed_kinds
+    ]
+    kinds += profile.extra_observed(cr.get("spec") or {})
     if (meta.get("annotations") or {}).get(tensorboard.LOG_DIR_ANNOTATION):
         kinds.append({"apiVersion": "apps/v1", "kind": "Deployment", "key": "deployments"})
     scheduler = gang.scheduler_kind(config)

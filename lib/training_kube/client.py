@@ -44,6 +44,7 @@ RESOURCES = {
     ("batch.paddlepaddle.org/v1", "PaddleJob"): "paddlejobs",
     ("kubeflow.org/v1alpha1", "Caffe2Job"): "caffe2jobs",
     ("apps/v1", "Deployment"): "deployments",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "horizontalpodautoscalers",
     ("scheduling.k8s.io/v1", "PriorityClass"): "priorityclasses",
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): "podgroups",
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): "podgroups",

@@ -40,6 +40,7 @@ EXPECTED_IN_JOB_NAMESPACE = {
     **{(g, f"{r}/finalizers"): {"update"} for g, r in JOBS},
     **{("", r): {"list", "watch", "create", "delete"} for r in ("pods", "services", "configmaps")},
     ("apps", "deployments"): {"list", "watch", "create", "delete"},
+    ("autoscaling", "horizontalpodautoscalers"): {"list", "watch", "create", "delete"},
     ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "create", "patch", "delete"},
     ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch", "delete"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},

@@ -16,6 +16,10 @@ NS = "ato-kinds"
 namespace = namespace_fixture(NS)
 IMAGE = "docker.io/library/busybox:1.36"
 JOB_TIMEOUT = 90
+CPU_METRIC = {
+    "type": "Resource",
+    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+}
 
 
 def replicas(container, count=1, exit_code=None, run_for="2s", policy=None):
@@ -137,7 +141,7 @@ def test_pytorchjob_elastic_succeeds_with_one_worker():
         "PyTorchJob",
         "pt-elastic",
         {
-            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 5},
+            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 5, "metrics": [CPU_METRIC]},
             "pytorchReplicaSpecs": {"Worker": replicas("pytorch", 2, policy="Never")},
         },
     )
@@ -160,6 +164,17 @@ def test_pytorchjob_elastic_succeeds_with_one_worker():
         "sim.training.ato.dev/exit-code=0",
         "sim.training.ato.dev/run-for=1s",
     )
+    hpa = wait_for(
+        lambda: kubectl("get", "hpa", "-n", NS, name, "-o", "json", check=False).stdout,
+        timeout=JOB_TIMEOUT,
+        what="the job's HorizontalPodAutoscaler",
+    )
+    assert json.loads(hpa)["spec"] == {
+        "scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": name},
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "metrics": [CPU_METRIC],
+    }
     done = finished("PyTorchJob", name, "Succeeded")
     assert done["message"] == f"PyTorchJob {NS}/{name} successfully completed."
 

@@ -14,7 +14,7 @@ from test_plan_status import cr, failed, ok, run
 from training_jobs import conditions as cond
 from training_jobs.contracts import pytorch as pt
 from training_jobs.model import InvalidJob
-from training_jobs.plan import plan
+from training_jobs.plan import observe_args, plan
 from training_jobs.profiles.pytorch import PyTorchProfile
 
 NOW = "2026-11-23T10:00:00Z"
@@ -339,3 +339,43 @@ def test_webhook_refusals(specs, spec, error):
     profile = PyTorchProfile()
     with pytest.raises(InvalidJob, match=error):
         profile.validate(profile.job(pytorchjob(specs, **spec)))
+
+
+METRICS = [
+    {
+        "type": "Resource",
+        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+    }
+]
+
+
+def test_an_elastic_job_with_metrics_gets_its_autoscaler():
+    """hpa.go desiredHPA: named after the job, targeting the PyTorchJob (its scale
+    subresource), min and max from the defaulted elastic policy, the metrics as written; only
+    such a job reads HorizontalPodAutoscalers at all."""
+    job = pytorchjob(
+        {"Worker": rspec(2)}, name="elastic", elasticPolicy={"maxReplicas": 4, "metrics": METRICS}
+    )
+    result = plan(job, {"pods": [], "services": [], "horizontalpodautoscalers": []}, {}, NOW)
+    (hpa,) = [o for o in result["create"] if o["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["metadata"]["name"] == "elastic"
+    assert hpa["metadata"]["ownerReferences"][0]["kind"] == "PyTorchJob"
+    assert hpa["spec"] == {
+        "scaleTargetRef": {"kind": "PyTorchJob", "name": "elastic", "apiVersion": "kubeflow.org/v1"},
+        "minReplicas": 4,
+        "maxReplicas": 4,
+        "metrics": METRICS,
+    }
+    observed = {"pods": [], "services": [], "horizontalpodautoscalers": [hpa]}
+    again = plan(job, observed, {}, NOW)
+    assert not [o for o in again["create"] if o["kind"] == "HorizontalPodAutoscaler"]
+    kinds = [k["kind"] for k in observe_args(job)["kinds"]]
+    assert "HorizontalPodAutoscaler" in kinds
+
+
+def test_no_autoscaler_without_metrics():
+    job = pytorchjob({"Worker": rspec(2)}, elasticPolicy={"maxReplicas": 4})
+    result = plan(job, {"pods": [], "services": []}, {}, NOW)
+    assert not [o for o in result["create"] if o["kind"] == "HorizontalPodAutoscaler"]
+    assert "HorizontalPodAutoscaler" not in [k["kind"] for k in observe_args(job)["kinds"]]

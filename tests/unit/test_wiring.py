@@ -106,3 +106,33 @@ def test_removing_an_entry_fails_the_wiring_test(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "ROOT", fake_root)
     with pytest.raises(ValueError):
         test_watch_entry_with_the_standard_flags("tfjob")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_users_may_run_and_read_the_kind(kind):
+    group, _ = group_version(kind)
+    editor, viewer = load_all(ROOT / "config" / "rbac" / "job_roles.yaml")
+
+    def granted(role, resource):
+        return {
+            v
+            for r in role["rules"]
+            if group in r["apiGroups"] and resource in r["resources"]
+            for v in r["verbs"]
+        }
+
+    assert {"create", "delete", "get", "list", "watch"} <= granted(editor, plural(kind))
+    assert {"get", "list", "watch"} <= granted(viewer, plural(kind))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_bundle_owns_the_crd_and_project_lists_the_kind(kind):
+    group, version = group_version(kind)
+    (csv,) = load_all(
+        ROOT / "config" / "manifests" / "bases" / "ansible-training-operator.clusterserviceversion.yaml"
+    )
+    owned = {(o["name"], o["version"], o["kind"]) for o in csv["spec"]["customresourcedefinitions"]["owned"]}
+    assert (f"{plural(kind)}.{group}", version, PROFILES[kind].kind) in owned
+    project = yaml.safe_load((ROOT / "PROJECT").read_text())
+    resources = {(f"{r['group']}.{r['domain']}", r["version"], r["kind"]) for r in project["resources"]}
+    assert (group, version, PROFILES[kind].kind) in resources

@@ -135,6 +135,34 @@ def pytorch_env(
     return env
 
 
+def autoscaler(
+    job_name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    owner: Mapping[str, Any],
+    elastic: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``desiredHPA``: the HorizontalPodAutoscaler of an elastic job with ``metrics``, named after
+    the job and scaling its Workers (the CRD's scale subresource) between the defaulted min and
+    max replicas. It carries the job's labels so the engine finds it with the job's objects."""
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": job_name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "ownerReferences": [owner],
+        },
+        "spec": {
+            "scaleTargetRef": {"kind": "PyTorchJob", "name": job_name, "apiVersion": "kubeflow.org/v1"},
+            "minReplicas": elastic["minReplicas"],
+            "maxReplicas": elastic["maxReplicas"],
+            "metrics": list(elastic.get("metrics") or []),
+        },
+    }
+
+
 def init_container(job_name: str, image: str, max_tries: int) -> dict[str, Any]:
     """The container upstream adds to every Worker pod of a job with a Master: it waits until
     the Master's name resolves, so ``init_process_group`` does not time out on a cold start."""

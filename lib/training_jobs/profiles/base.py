@@ -84,12 +84,18 @@ class Profile:
     # runtime's proxy.
     observed_kinds: tuple[str, ...] = ("Pod", "Service")
 
+    def extra_observed(self, spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """Kinds besides ``observed_kinds`` this job's spec makes the engine read (as the
+        observe step's ``{apiVersion, kind, key}``): only jobs that need them start the
+        runtime's informer for them."""
+        return []
+
     def replica_specs(self, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The kind's replica specs as ``{rtype: ReplicaSpec}``; type names in any casing are
         mapped to the canonical ones, as upstream's defaulter does."""
         specs = dict(spec.get(self.replica_specs_field) or {})
         canon = {t.lower(): t for t in self.replica_types}
-        return {canon.get(k.lower(), k): v for k, v in specs.items()}
+        return {canon.get(str(k).lower()) or str(k): v for k, v in specs.items()}
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         return dict(spec.get("runPolicy") or {})

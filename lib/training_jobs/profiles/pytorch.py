@@ -66,6 +66,25 @@ class PyTorchProfile(Profile):
             elastic=elastic,
         )
 
+    def extra_observed(self, spec):
+        if (spec.get("elasticPolicy") or {}).get("metrics"):
+            return [
+                {
+                    "apiVersion": "autoscaling/v2",
+                    "kind": "HorizontalPodAutoscaler",
+                    "key": "horizontalpodautoscalers",
+                }
+            ]
+        return []
+
+    def extra_objects(self, job, ctx):
+        """``ReconcileHPA``: an elastic job with ``metrics`` gets its autoscaler. Created once;
+        unlike upstream, later changes to the policy do not update it."""
+        elastic = self._elastic(job)
+        if not elastic or not elastic.get("metrics"):
+            return []
+        return [pt.autoscaler(job.name, job.namespace, self.selector(job), job.owner_reference, elastic)]
+
     def decorate_pod(self, job, group, index, pod, ctx):
         if group.rtype != WORKER or not job.group(MASTER):
             return
