@@ -69,7 +69,7 @@ uninstall: ## Remove the CRDs (and every job) and the admission policy from the 
 ##@ Development
 
 .PHONY: lint
-lint: venv ## ansible-lint (production profile), yamllint, ruff, hadolint
+lint: venv ## ansible-lint (production profile), yamllint, ruff, hadolint, mypy, shellcheck
 	hack/test.sh lint
 
 .PHONY: unit

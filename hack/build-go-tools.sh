@@ -117,13 +117,17 @@ build_kwok() {
 
 build_ansible_operator() {
   local r=github.com/operator-framework/ansible-operator-plugins v=$ANSIBLE_OPERATOR_VERSION
-  local ld="-X $r/internal/version.Version=$v -X $r/internal/version.GitVersion=$v -X $r/internal/version.ImageVersion=$v -X $r/internal/version.KubernetesVersion=$(client_go_of "$r" "$v")"
+  local client_go ld
+  client_go=$(client_go_of "$r" "$v")
+  ld="-X $r/internal/version.Version=$v -X $r/internal/version.GitVersion=$v -X $r/internal/version.ImageVersion=$v -X $r/internal/version.KubernetesVersion=$client_go"
   go_install ansible-operator "$v" "$ld" "" "$r/cmd/ansible-operator"
 }
 
 build_operator_sdk() {
   local r=github.com/operator-framework/operator-sdk v=$OPERATOR_SDK_VERSION
-  local ld="-X $r/internal/version.Version=$v -X $r/internal/version.GitVersion=$v -X $r/internal/version.ImageVersion=$v -X $r/internal/version.KubernetesVersion=$(client_go_of "$r" "$v")"
+  local client_go ld
+  client_go=$(client_go_of "$r" "$v")
+  ld="-X $r/internal/version.Version=$v -X $r/internal/version.GitVersion=$v -X $r/internal/version.ImageVersion=$v -X $r/internal/version.KubernetesVersion=$client_go"
   go_install operator-sdk "$v" "$ld" containers_image_openpgp "$r/cmd/operator-sdk"
 }
 

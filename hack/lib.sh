@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Shared helpers of hack/*.sh. Source it; it expects $root.
+: "${root:?hack/lib.sh expects root, the repository}"
 # shellcheck source=../versions.env
 source "$root/versions.env"
 export PATH="$root/bin:$PATH"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test stages; `make test` runs them all (CI calls `make test`).
 #
-#   hack/test.sh lint    ansible-lint (production profile), yamllint, ruff, generated files up to date
+#   hack/test.sh lint    ansible-lint (production profile), yamllint, ruff, hadolint, mypy, shellcheck,
+#                        generated files up to date
 #   hack/test.sh unit    pure pytest of filters and plugins (no cluster)
 #   hack/test.sh e2e     on the cluster in KUBECONFIG (the local one if unset): the operator is
 #                        started in the background, then pytest's cluster and harness tests and
@@ -29,6 +30,10 @@ lint() {
   ANSIBLE_CONFIG="$root/ansible.cfg" ansible-lint --profile production --offline
   log "hadolint"
   hadolint Dockerfile
+  log "mypy (lib/)"
+  mypy
+  log "shellcheck"
+  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh .ci/run
   log "generated CRDs are up to date"
   python hack/gen_crds.py --check
 }

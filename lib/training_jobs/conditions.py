@@ -41,7 +41,7 @@ def find(conditions: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:
 
 def is_true(conditions: list[dict[str, Any]], ctype: str) -> bool:
     c = find(conditions, ctype)
-    return bool(c) and c.get("status") == TRUE
+    return c is not None and c.get("status") == TRUE
 
 
 def is_finished(conditions: list[dict[str, Any]]) -> bool:

@@ -97,7 +97,7 @@ def evicted(pod: dict[str, Any]) -> bool:
     if _phase(pod) == "Failed" and _status(pod).get("reason") == "Evicted":
         return True
     c = _condition(pod, "DisruptionTarget")
-    return bool(c) and c.get("status") == "True"
+    return c is not None and c.get("status") == "True"
 
 
 NODE_READY, NODE_NOT_READY, NODE_GONE = "Ready", "NotReady", "Gone"
@@ -230,7 +230,12 @@ def abnormal_pod_events(
             report(pod, container, reason, message)
         scheduled = _condition(pod, "PodScheduled")
         if scheduled and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
-            report(pod, "", "Unschedulable", _message(_where(pod), "Unschedulable", scheduled.get("message")))
+            report(
+                pod,
+                "",
+                "Unschedulable",
+                _message(_where(pod), "Unschedulable", scheduled.get("message") or ""),
+            )
     return events, added
 
 

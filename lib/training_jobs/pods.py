@@ -65,7 +65,7 @@ def desired_pod(
         from training_jobs.contracts import accelerators as acc
 
         spec = acc.apply(spec, accelerators)
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
