@@ -61,10 +61,18 @@ report=$(operator-sdk bundle validate ./bundle --select-optional suite=operatorf
 echo "$report" | python3 -c '
 import json, sys
 report = json.load(sys.stdin)
-problems = [o for o in report.get("outputs") or [] if o["type"] != "info"]
+# The removed-APIs check cannot tell API versions apart in an RBAC rule (rules have none): the
+# rule for horizontalpodautoscalers, which the operator creates as autoscaling/v2 (an elastic
+# PyTorchJob), reads to it as the autoscaling/v2beta1 removed in 1.25. Only that one is let by.
+def false_positive(o):
+    m = o["message"]
+    return "Migrate the API(s) for horizontalpodautoscalers: ([\"ClusterServiceVersion.Spec.InstallStrategy.StrategySpec.ClusterPermissions" in m
+problems = [o for o in report.get("outputs") or [] if o["type"] != "info" and not false_positive(o)]
 for o in report.get("outputs") or []:
     print("%s: %s" % (o["type"], o["message"]), file=sys.stderr)
 if not report.get("passed") or problems:
     sys.exit(f"bundle validation: {len(problems)} error(s)/warning(s)")
-print("bundle validation passed: no errors, no warnings (suite=operatorframework)", file=sys.stderr)
+known = sum(1 for o in report.get("outputs") or [] if false_positive(o))
+print("bundle validation passed: no errors, no warnings (suite=operatorframework)"
+      + (f"; {known} known false positive(s) above" if known else ""), file=sys.stderr)
 '
