@@ -420,6 +420,13 @@ class Kind:
     policy: Callable[[Kind], dict[str, Any]] | None = None
     # The scale subresource (kubectl scale, a HorizontalPodAutoscaler): spec, status and selector paths.
     scale: dict[str, str] | None = None
+    # The profile's name (lib/training_jobs/registry.py) when it is not the singular: two kinds
+    # named PaddleJob need two admission policies.
+    name: str = ""
+    # A second served version with the same schema, which only the operator's runtime uses to
+    # watch the kind: the runtime names its controllers <kind>-<version>-controller, without the
+    # group, so two PaddleJob v1 watches would collide (docs/architecture.md "Two PaddleJobs").
+    runtime_version: str = ""
 
     @property
     def file(self) -> str:
@@ -428,6 +435,10 @@ class Kind:
     @property
     def singular(self) -> str:
         return self.kind.lower()
+
+    @property
+    def id(self) -> str:
+        return self.name or self.singular
 
 
 STATE_COLUMN = {
@@ -473,13 +484,15 @@ def crd(k: Kind) -> dict[str, Any]:
             "scope": "Namespaced",
             "versions": [
                 {
-                    "name": k.version,
+                    "name": version,
                     "served": True,
-                    "storage": True,
+                    "storage": version == k.version,
                     "schema": {"openAPIV3Schema": root},
                     "subresources": {"status": {}, **({"scale": k.scale} if k.scale else {})},
                     "additionalPrinterColumns": k.columns,
                 }
+                for version in [k.version, k.runtime_version]
+                if version
             ],
         },
     }
@@ -757,9 +770,15 @@ def simple_kubeflow_kind(
     container: str,
     description: str,
     rules: list[dict[str, Any]],
+    restart_default: str = "Never",
+    why: str = "",
+    extra: dict[str, Schema] | None = None,
+    spec_rules: list[dict[str, Any]] | None = None,
+    **kind_fields: Any,
 ) -> Kind:
-    """A training-operator v1 kind whose spec is a replica-spec map and a run policy, nothing else."""
-    specs = replica_map(field_name, kind, types, replica_spec(kind, "Never", "Defaults to Never."), rules)
+    """A training-operator v1 kind: a replica-spec map, a run policy and ``extra`` spec fields."""
+    replica = replica_spec(kind, restart_default, f"Defaults to {restart_default}.")
+    specs = replica_map(field_name, kind, types, replica, rules)
     return Kind(
         group="kubeflow.org",
         version="v1",
@@ -769,16 +788,17 @@ def simple_kubeflow_kind(
         description=description,
         spec=obj(
             f"Desired state of the {kind}.",
-            {field_name: specs, "runPolicy": run_policy()},
+            {field_name: specs, "runPolicy": run_policy(), **(extra or {})},
             required=[field_name],
-            **{"x-kubernetes-validations": RUN_POLICY_RULES},
+            **{"x-kubernetes-validations": [*RUN_POLICY_RULES, *(spec_rules or [])]},
         ),
         status=job_status(kind),
         root_rules=[dns1035_rule(), map_name_length_rule(f"self.spec.{field_name}")],
         columns=[STATE_COLUMN, AGE_COLUMN],
         policy=map_policy(
-            field_name, types, container, f"the operator reads the {kind.lower()}-port from it"
+            field_name, types, container, why or f"the operator reads the {kind.lower()}-port from it"
         ),
+        **kind_fields,
     )
 
 
@@ -809,6 +829,60 @@ def jaxjob() -> Kind:
         "A distributed JAX training job (training-operator v1.9 compatible). Every container gets "
         "COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID.",
         [],
+    )
+
+
+# Must match watches.yaml and roles/kubeflow_paddlejob (tests/unit/test_wiring.py checks).
+KUBEFLOW_PADDLEJOB_RUNTIME_VERSION = "v1-runtime"
+
+
+def kubeflow_paddlejob() -> Kind:
+    """training-operator's PaddleJob, not paddle-operator's (``paddlejob`` below)."""
+    elastic = obj(
+        "Elastic training bounds. training-operator v1.9 only defaults them (min from max and back, "
+        "else the Worker replicas); no variable or autoscaler reads them.",
+        {
+            "minReplicas": integer("Fewest workers.", minimum=1),
+            "maxReplicas": integer("Most workers.", minimum=1),
+            "maxRestarts": integer("Restarts of the worker group.", minimum=0),
+            "metrics": {
+                "description": "HorizontalPodAutoscaler metrics (autoscaling/v2 MetricSpec); accepted, unused.",
+                "type": "array",
+                "items": {
+                    "description": "One autoscaling/v2 MetricSpec.",
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                },
+            },
+        },
+    )
+    return simple_kubeflow_kind(
+        "PaddleJob",
+        "paddleReplicaSpecs",
+        ["Master", "Worker"],
+        "paddle",
+        "A distributed PaddlePaddle job (training-operator v1.9 compatible, not paddle-operator's "
+        "batch.paddlepaddle.org PaddleJob). Every container gets PADDLE_MASTER, PADDLE_NNODES and "
+        "PADDLE_JOB_ID.",
+        [],
+        restart_default="OnFailure",
+        why="the operator reads its port named master from it",
+        extra={"elasticPolicy": elastic},
+        spec_rules=[
+            rule(
+                "!has(self.elasticPolicy) || 'Worker' in self.paddleReplicaSpecs || "
+                "has(self.elasticPolicy.minReplicas) || has(self.elasticPolicy.maxReplicas)",
+                "spec.elasticPolicy takes its bounds from the Worker replicas and the job has no Worker: "
+                "add a Worker or set elasticPolicy.minReplicas and maxReplicas",
+            )
+        ],
+        scale={
+            "specReplicasPath": ".spec.paddleReplicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        },
+        name="kubeflow_paddlejob",
+        runtime_version=KUBEFLOW_PADDLEJOB_RUNTIME_VERSION,
     )
 
 
@@ -1177,7 +1251,7 @@ def template_validations(prefix: str, container: str | None, why: str) -> list[d
 
 
 def policy_docs(k: Kind, variables: list[dict], validations: list[dict]) -> list[dict[str, Any]]:
-    name = f"ato-{k.singular}-pod-templates"
+    name = f"ato-{k.id.replace('_', '-')}-pod-templates"
     labels = {"app.kubernetes.io/part-of": "ansible-training-operator"}
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -1293,7 +1367,7 @@ def kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
 
 
-KINDS = [tfjob, mxjob, pytorchjob, xgboostjob, jaxjob, paddlejob, caffe2job]
+KINDS = [tfjob, mxjob, pytorchjob, xgboostjob, jaxjob, kubeflow_paddlejob, paddlejob, caffe2job]
 
 
 def documents() -> dict[Path, list[dict[str, Any]]]:
@@ -1303,11 +1377,9 @@ def documents() -> dict[Path, list[dict[str, Any]]]:
     for k in kinds:
         files[CRD_DIR / "bases" / k.file] = [crd(k)]
         if k.policy:
-            files[ADMISSION_DIR / f"{k.singular}.yaml"] = k.policy(k)
+            files[ADMISSION_DIR / f"{k.id}.yaml"] = k.policy(k)
     files[CRD_DIR / "kustomization.yaml"] = [kustomization([f"bases/{k.file}" for k in kinds])]
-    files[ADMISSION_DIR / "kustomization.yaml"] = [
-        kustomization([f"{k.singular}.yaml" for k in kinds if k.policy])
-    ]
+    files[ADMISSION_DIR / "kustomization.yaml"] = [kustomization([f"{k.id}.yaml" for k in kinds if k.policy])]
     return files
 
 

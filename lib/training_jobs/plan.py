@@ -91,10 +91,9 @@ def _ref(obj: dict[str, Any]) -> dict[str, Any]:
 def _owned_or_orphaned(observed: dict[str, Any], uid: str | None) -> dict[str, Any]:
     """The observed objects minus those another controller owns.
 
-    The observe step lists by labels, and another operator may label alike: training-operator,
-    kept running beside this one for its own PaddleJob (``kubeflow.org``), labels its pods
-    ``operator-name: paddlejob-controller`` as this operator labels paddle-operator's
-    PaddleJob's, so the pods of a same-named job of the other kind must not count here.
+    The observe step lists by labels, and two kinds may label alike: training-operator's and
+    paddle-operator's PaddleJob both say ``operator-name: paddlejob-controller``, so the pods of
+    a same-named job of the other kind must not count as this job's replicas.
     """
     if not uid:
         return observed

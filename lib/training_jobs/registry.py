@@ -3,7 +3,7 @@
 A kind is known by its API version and kind together: training-operator's PaddleJob
 (``kubeflow.org/v1``) and paddle-operator's (``batch.paddlepaddle.org/v1``) share a kind name.
 Each profile also has a ``name``, unique and usable as an Ansible role name, which names its
-role and its user guide.
+role, its admission policy file and its user guide.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from training_jobs.profiles.base import Profile
 from training_jobs.profiles.caffe2 import Caffe2Profile
 from training_jobs.profiles.jax import JAXProfile
+from training_jobs.profiles.kubeflow_paddle import KubeflowPaddleProfile
 from training_jobs.profiles.mxnet import MXNetProfile
 from training_jobs.profiles.paddle import PaddleProfile
 from training_jobs.profiles.pytorch import PyTorchProfile
@@ -25,6 +26,7 @@ _ALL: tuple[Profile, ...] = (
     PyTorchProfile(),
     XGBoostProfile(),
     JAXProfile(),
+    KubeflowPaddleProfile(),
     PaddleProfile(),
     Caffe2Profile(),
 )

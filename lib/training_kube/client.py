@@ -41,6 +41,7 @@ RESOURCES = {
     ("kubeflow.org/v1", "PyTorchJob"): "pytorchjobs",
     ("kubeflow.org/v1", "XGBoostJob"): "xgboostjobs",
     ("kubeflow.org/v1", "JAXJob"): "jaxjobs",
+    ("kubeflow.org/v1", "PaddleJob"): "paddlejobs",
     ("batch.paddlepaddle.org/v1", "PaddleJob"): "paddlejobs",
     ("kubeflow.org/v1alpha1", "Caffe2Job"): "caffe2jobs",
     ("apps/v1", "Deployment"): "deployments",

@@ -1,6 +1,6 @@
 """Kubeflow's Python SDK (`kubeflow-training` 1.9.x, training-operator v1.9's client) drives this
 operator: ``TrainingClient`` creates a job of each kind it knows and this operator serves (all
-but MPIJob and training-operator's PaddleJob), waits for its conditions, finds the master pod with ``get_job_pods(is_master=True)``
+but MPIJob), waits for its conditions, finds the master pod with ``get_job_pods(is_master=True)``
 and deletes the job. The jobs' pods finish through the local cluster's KWOK annotations."""
 
 from __future__ import annotations
@@ -84,6 +84,19 @@ JOBS = {
             ),
         ),
         "sdk-xgb-master-0",
+    ),
+    # training-operator's PaddleJob; in collective mode no pod is labelled master, as upstream.
+    "PaddleJob": (
+        lambda: models.KubeflowOrgV1PaddleJob(
+            api_version="kubeflow.org/v1",
+            kind="PaddleJob",
+            metadata=metadata("sdk-paddle"),
+            spec=models.KubeflowOrgV1PaddleJobSpec(
+                run_policy=RUN_POLICY,
+                paddle_replica_specs={"Master": replica("paddle", finish=True), "Worker": replica("paddle")},
+            ),
+        ),
+        "sdk-paddle-master-0",
     ),
     "JAXJob": (
         lambda: models.KubeflowOrgV1JAXJob(

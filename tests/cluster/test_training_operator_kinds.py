@@ -249,3 +249,38 @@ def test_admission_refuses_what_upstreams_webhook_refuses(kind, spec, message):
     )
     assert result.returncode != 0, result.stdout
     assert message in result.stderr, result.stderr
+
+
+def test_kubeflow_paddlejob_runs_beside_paddle_operators():
+    """training-operator's PaddleJob and paddle-operator's, one of each in one namespace: each is
+    reconciled by its own profile and both succeed."""
+    name = create(
+        "PaddleJob",
+        "pd-kf",
+        {"paddleReplicaSpecs": {"Worker": replicas("paddle", 2, exit_code=0, run_for="4s")}},
+    )
+    other = {
+        "apiVersion": "batch.paddlepaddle.org/v1",
+        "kind": "PaddleJob",
+        "metadata": {"name": "pd-op", "namespace": NS},
+        "spec": {"worker": replicas("paddle", 1, exit_code=0, run_for="4s")},
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(other))
+    pods_exist([f"{name}-worker-0", f"{name}-worker-1", "pd-op-worker-0"])
+    assert env(f"{name}-worker-1", "paddle") == {
+        "PYTHONUNBUFFERED": "1",
+        "PADDLE_JOB_ID": name,
+        "PADDLE_NNODES": "2",
+        "PADDLE_MASTER": f"{name}-worker-0:36543",
+    }
+    assert env(f"{name}-worker-0", "paddle")["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
+    assert "PADDLE_TRAINER_ENDPOINTS" not in env(f"{name}-worker-0", "paddle")
+    for resource, job in (("paddlejobs.kubeflow.org", name), ("paddlejobs.batch.paddlepaddle.org", "pd-op")):
+        wait_for(
+            lambda resource=resource, job=job: (
+                (get(resource, "-n", NS, job).get("status", {}).get("conditions") or [{}])[-1].get("type")
+                == "Succeeded"
+            ),
+            timeout=JOB_TIMEOUT,
+            what=f"{resource} {job} Succeeded",
+        )

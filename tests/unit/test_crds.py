@@ -150,6 +150,7 @@ def test_kustomizations_list_every_file() -> None:
         ("pytorchjob", "PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", ["ptj"]),
         ("xgboostjob", "XGBoostJob", "kubeflow.org", "v1", "xgboostjobs", []),
         ("jaxjob", "JAXJob", "kubeflow.org", "v1", "jaxjobs", []),
+        ("kubeflow_paddlejob", "PaddleJob", "kubeflow.org", "v1", "paddlejobs", []),
         ("paddlejob", "PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", ["pdj"]),
         ("caffe2job", "Caffe2Job", "kubeflow.org", "v1alpha1", "caffe2jobs", ["c2j"]),
     ],
@@ -168,10 +169,16 @@ def test_names(name: str, kind: str, group: str, version: str, plural: str, shor
         "shortNames": short,
         "categories": ["all", "kubeflow"],
     }
-    [v] = crd["spec"]["versions"]
+    v, *runtime_only = crd["spec"]["versions"]
     assert (v["name"], v["served"], v["storage"]) == (version, True, True)
-    # The Worker replicas scale a PyTorchJob, as upstream.
-    field = {"pytorchjob": "pytorchReplicaSpecs"}.get(name)
+    # training-operator's PaddleJob is served a second time for the runtime's watch alone
+    # (watches.yaml says why): the same schema, subresources and columns, never stored.
+    assert [r["name"] for r in runtime_only] == (["v1-runtime"] if name == "kubeflow_paddlejob" else [])
+    for r in runtime_only:
+        assert not r["storage"]
+        assert {**r, "name": v["name"], "storage": True} == v
+    # The Worker replicas scale PyTorchJob and training-operator's PaddleJob, as upstream.
+    field = {"pytorchjob": "pytorchReplicaSpecs", "kubeflow_paddlejob": "paddleReplicaSpecs"}.get(name)
     scale = {
         "specReplicasPath": f".spec.{field}.Worker.replicas",
         "statusReplicasPath": ".status.replicaStatuses.Worker.active",
@@ -236,6 +243,7 @@ def _replica_specs(kind: str) -> list[dict[str, Any]]:
         "pytorchjob": lambda: [at(spec, "pytorchReplicaSpecs", "*")],
         "xgboostjob": lambda: [at(spec, "xgbReplicaSpecs", "*")],
         "jaxjob": lambda: [at(spec, "jaxReplicaSpecs", "*")],
+        "kubeflow_paddlejob": lambda: [at(spec, "paddleReplicaSpecs", "*")],
         "paddlejob": lambda: [at(spec, r) for r in ("ps", "worker", "heter")],
         "caffe2job": lambda: [at(spec, "replicaSpecs")],
     }[kind]()
@@ -257,7 +265,7 @@ def test_replica_specs(kind: str) -> None:
             assert rs["required"] == ["template"]
         if kind in ("tfjob", "mxjob", "xgboostjob", "jaxjob"):
             assert policy["default"] == "Never"
-        elif kind == "pytorchjob":
+        elif kind in ("pytorchjob", "kubeflow_paddlejob"):
             assert policy["default"] == "OnFailure"
         else:
             # Upstream falls back to the pod template's restartPolicy, which a default would hide.
@@ -283,6 +291,7 @@ def test_replica_specs(kind: str) -> None:
         ("pytorchjob", "pytorchReplicaSpecs", ["Master", "Worker"]),
         ("xgboostjob", "xgbReplicaSpecs", ["Master", "Worker"]),
         ("jaxjob", "jaxReplicaSpecs", ["Worker"]),
+        ("kubeflow_paddlejob", "paddleReplicaSpecs", ["Master", "Worker"]),
     ],
 )
 def test_replica_spec_maps(kind: str, field: str, types: list[str]) -> None:
@@ -594,6 +603,7 @@ def test_sample_uses_fake_images_and_gpus_only_when_named_so(path: Path) -> None
 def test_the_gpu_samples() -> None:
     assert [p.name for p in SAMPLE_FILES if "nvidia.com/gpu" in p.read_text()] == [
         "jaxjob_gpu.yaml",
+        "kubeflow_paddlejob_simple_gpu.yaml",
         "pytorchjob_elastic_gpu.yaml",
         "tfjob_smoke_gpu.yaml",
         "xgboostjob_gpu.yaml",

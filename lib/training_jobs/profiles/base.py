@@ -67,8 +67,9 @@ class Profile:
     default_port_name = ""
     default_port = 0
 
-    # Unique among the kinds and a valid Ansible role name: the kind's role and user guide are
-    # named after it. A kind that shares its kind name with another group's sets its own.
+    # Unique among the kinds and a valid Ansible role name: the kind's role, admission policy
+    # file and user guide are named after it. Kinds that share a kind name in another group
+    # (training-operator's PaddleJob) set their own.
     @property
     def name(self) -> str:
         return self.kind.lower()
