@@ -24,7 +24,8 @@ Argument ``plan``, the filter's result:
   ``job``: ``{apiVersion, kind, name, namespace, uid, resourceVersion, framework}`` of the job;
   ``apply``: whether there is anything to write at all (nothing is sent otherwise);
   ``create``: objects to create (already-existing ones are left alone);
-  ``patch``: objects whose ``spec`` is merged into the existing object (a PodGroup's gang size);
+  ``patch``: objects whose content besides ``metadata`` is merged into the existing object (a
+  PodGroup's gang size, an MPIJob's hostfile and launcher Role);
   ``delete``: ``{apiVersion, kind, name, namespace[, force]}`` of objects to delete (missing ones
   are fine; ``force`` deletes at once, for pods stuck on a lost node);
   ``status``: the new status, or null to leave it;
@@ -192,7 +193,8 @@ def _apply(client: Client, plan: dict) -> dict:
     for obj in plan.get("patch") or []:
         meta = obj["metadata"]
         path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
-        client.request("PATCH", path, {"spec": obj["spec"]}, content_type="application/merge-patch+json")
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        client.request("PATCH", path, body, content_type="application/merge-patch+json")
     for ref in plan.get("delete") or []:
         path = resource_path(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
         options = {"propagationPolicy": "Background"}

@@ -142,14 +142,16 @@ def replica_spec(
     replicas_required: bool = False,
     extra_properties: dict[str, Schema] | None = None,
     rules: list[dict[str, Any]] | None = None,
+    replicas_default: str = " Defaults to 1.",
 ) -> Schema:
-    """The one replica spec: replicas, restartPolicy and the pod template."""
+    """The one replica spec: replicas, restartPolicy and the pod template. ``replicas_default``
+    describes the default; unless it is upstream's 1, the operator applies it, not the schema."""
     replicas = integer(
         "Number of pods of this replica type; pods are named <job>-<type>-<index>."
-        + ("" if replicas_required else " Defaults to 1."),
+        + ("" if replicas_required else replicas_default),
         minimum=0,
     )
-    if not replicas_required:
+    if not replicas_required and replicas_default == " Defaults to 1.":
         replicas["default"] = 1
     props: dict[str, Schema] = {"replicas": replicas}
     props.update(extra_properties or {})
@@ -348,8 +350,10 @@ NAME_LENGTH_MESSAGE = (
 
 
 def map_name_length_rule(path: str) -> dict[str, Any]:
-    """Every ``<job>-<lower type>-<index>`` (index up to replicas-1) of a replica spec map is a DNS label."""
-    n = f"{path}[k].replicas"
+    """Every ``<job>-<lower type>-<index>`` (index up to replicas-1) of a replica spec map is a DNS label.
+    Replicas left out count as none: only MPIJob has no schema default, and the operator's are 0
+    (Worker) or a launcher without an index."""
+    n = f"(has({path}[k].replicas) ? {path}[k].replicas : 0)"
     length = f"self.metadata.name.size() + k.size() + 2 + string({n} - 1).size()"
     too_long = f"{n} > 0 && {length} > {MAX_LABEL}"
     return rule(
@@ -774,10 +778,11 @@ def simple_kubeflow_kind(
     why: str = "",
     extra: dict[str, Schema] | None = None,
     spec_rules: list[dict[str, Any]] | None = None,
+    replica: Schema | None = None,
     **kind_fields: Any,
 ) -> Kind:
     """A training-operator v1 kind: a replica-spec map, a run policy and ``extra`` spec fields."""
-    replica = replica_spec(kind, restart_default, f"Defaults to {restart_default}.")
+    replica = replica or replica_spec(kind, restart_default, f"Defaults to {restart_default}.")
     specs = replica_map(field_name, kind, types, replica, rules)
     return Kind(
         group="kubeflow.org",
@@ -829,6 +834,48 @@ def jaxjob() -> Kind:
         "A distributed JAX training job (training-operator v1.9 compatible). Every container gets "
         "COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID.",
         [],
+    )
+
+
+def mpijob() -> Kind:
+    replica = replica_spec(
+        "MPIJob",
+        "Never",
+        "Defaults to Never.",
+        replicas_default=" Defaults to 1 for the Launcher and 0 for the Worker.",
+    )
+    return simple_kubeflow_kind(
+        "MPIJob",
+        "mpiReplicaSpecs",
+        ["Launcher", "Worker"],
+        "",
+        "A distributed MPI job (training-operator v1.9 compatible): a launcher runs mpirun, which "
+        "starts the ranks on the workers with kubectl exec. The launcher gets OMPI_MCA_* and "
+        "I_MPI_HYDRA_* variables and /etc/mpi/hostfile.",
+        [
+            rule(
+                "'Launcher' in self",
+                "spec.mpiReplicaSpecs must have a Launcher: an MPIJob has one launcher (<job>-launcher)",
+            ),
+            rule(
+                "!('Launcher' in self) || !has(self['Launcher'].replicas) || self['Launcher'].replicas == 1",
+                "spec.mpiReplicaSpecs.Launcher.replicas must be 1: an MPIJob has one launcher",
+            ),
+        ],
+        extra={
+            "slotsPerWorker": integer(
+                "MPI slots (processes) per worker, written into the hostfile. Defaults to 1.", minimum=1
+            ),
+            "cleanPodPolicy": string(
+                "Deprecated: use runPolicy.cleanPodPolicy, which wins when both are set. Unset means None.",
+                enum=["None", "Running", "All"],
+            ),
+            "mainContainer": string(
+                "The workers' container kubexec.sh runs commands in (kubectl exec --container); "
+                "unset: each worker's first container."
+            ),
+        },
+        replica=replica,
     )
 
 
@@ -1367,7 +1414,7 @@ def kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
 
 
-KINDS = [tfjob, mxjob, pytorchjob, xgboostjob, jaxjob, kubeflow_paddlejob, paddlejob, caffe2job]
+KINDS = [tfjob, mxjob, pytorchjob, xgboostjob, jaxjob, kubeflow_paddlejob, mpijob, paddlejob, caffe2job]
 
 
 def documents() -> dict[Path, list[dict[str, Any]]]:

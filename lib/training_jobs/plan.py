@@ -344,9 +344,14 @@ def _reconcile_pods(
     extras = profile.extra_objects(job, ctx)
     extras_ready = True
     for obj in extras:
-        if (obj["kind"], obj["metadata"]["name"]) not in p.extras:
+        observed = p.extras.get((obj["kind"], obj["metadata"]["name"]))
+        if observed is None:
             p.create_obj(obj)
             extras_ready = False
+            continue
+        kept = profile.extras_kept_current.get(obj["kind"])
+        if kept and observed.get(kept) != obj.get(kept):
+            p.update.append(obj)
     hold_pods = (profile.extra_objects_first(job, ctx) and not extras_ready) or not gang_ready
     if hold_pods:
         # What the pods wait for (the framework's config map, Volcano admitting the gang) changes

@@ -14,6 +14,7 @@ from training_jobs.profiles.base import Profile
 from training_jobs.profiles.caffe2 import Caffe2Profile
 from training_jobs.profiles.jax import JAXProfile
 from training_jobs.profiles.kubeflow_paddle import KubeflowPaddleProfile
+from training_jobs.profiles.mpi import MPIProfile
 from training_jobs.profiles.mxnet import MXNetProfile
 from training_jobs.profiles.paddle import PaddleProfile
 from training_jobs.profiles.pytorch import PyTorchProfile
@@ -27,6 +28,7 @@ _ALL: tuple[Profile, ...] = (
     XGBoostProfile(),
     JAXProfile(),
     KubeflowPaddleProfile(),
+    MPIProfile(),
     PaddleProfile(),
     Caffe2Profile(),
 )

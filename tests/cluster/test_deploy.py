@@ -38,7 +38,15 @@ EXPECTED_IN_JOB_NAMESPACE = {
     **{job: {"get", "list", "watch", "patch", "delete"} for job in JOBS},
     **{(g, f"{r}/status"): {"patch"} for g, r in JOBS},
     **{(g, f"{r}/finalizers"): {"update"} for g, r in JOBS},
-    **{("", r): {"list", "watch", "create", "delete"} for r in ("pods", "services", "configmaps")},
+    ("", "pods"): {"get", "list", "watch", "create", "delete"},
+    ("", "services"): {"list", "watch", "create", "delete"},
+    ("", "configmaps"): {"list", "watch", "create", "patch", "delete"},
+    # An MPIJob's launcher: its ServiceAccount, Role (patched as workers change) and RoleBinding;
+    # pods get and pods/exec create because the launcher Role grants them.
+    ("", "pods/exec"): {"create"},
+    ("", "serviceaccounts"): {"list", "watch", "create", "delete"},
+    ("rbac.authorization.k8s.io", "roles"): {"list", "watch", "create", "patch", "delete"},
+    ("rbac.authorization.k8s.io", "rolebindings"): {"list", "watch", "create", "delete"},
     ("apps", "deployments"): {"list", "watch", "create", "delete"},
     ("autoscaling", "horizontalpodautoscalers"): {"list", "watch", "create", "delete"},
     ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "create", "patch", "delete"},
@@ -196,6 +204,10 @@ def test_cannot_touch_secrets(verb):
         ("create", "deployments.apps"),
         ("patch", "podgroups.scheduling.volcano.sh"),
         ("create", "events"),
+        # An MPIJob's launcher objects; pods/exec because the launcher Role grants it.
+        ("create", "roles.rbac.authorization.k8s.io"),
+        ("patch", "configmaps"),
+        ("create", "pods/exec"),
     ],
 )
 def test_can_do_what_it_does(verb, resource):
@@ -205,12 +217,12 @@ def test_can_do_what_it_does(verb, resource):
 @pytest.mark.parametrize(
     ("verb", "resource"),
     [
-        ("get", "pods"),  # the operator only lists (through the runtime's informer cache)
         ("update", "pods"),
         ("update", "tfjobs.kubeflow.org"),  # spec is the user's; only status and one annotation
         ("create", "tfjobs.kubeflow.org"),
         ("update", "mxjobs.kubeflow.org/status"),
-        ("create", "pods/exec"),
+        ("escalate", "roles.rbac.authorization.k8s.io"),  # it holds what its launcher Roles grant
+        ("bind", "roles.rbac.authorization.k8s.io"),
         ("update", "nodes"),
         ("update", "deployments.apps"),
         ("create", "priorityclasses.scheduling.k8s.io"),

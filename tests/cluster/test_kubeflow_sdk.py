@@ -1,6 +1,6 @@
 """Kubeflow's Python SDK (`kubeflow-training` 1.9.x, training-operator v1.9's client) drives this
-operator: ``TrainingClient`` creates a job of each kind it knows and this operator serves (all
-but MPIJob), waits for its conditions, finds the master pod with ``get_job_pods(is_master=True)``
+operator: ``TrainingClient`` creates a job of each kind it knows (all of training-operator v1.9's),
+waits for its conditions, finds the master pod with ``get_job_pods(is_master=True)``
 and deletes the job. The jobs' pods finish through the local cluster's KWOK annotations."""
 
 from __future__ import annotations
@@ -97,6 +97,20 @@ JOBS = {
             ),
         ),
         "sdk-paddle-master-0",
+    ),
+    # The launcher decides, and is the pod labelled master; the workers idle.
+    "MPIJob": (
+        lambda: models.KubeflowOrgV1MPIJob(
+            api_version="kubeflow.org/v1",
+            kind="MPIJob",
+            metadata=metadata("sdk-mpi"),
+            spec=models.KubeflowOrgV1MPIJobSpec(
+                run_policy=RUN_POLICY,
+                slots_per_worker=1,
+                mpi_replica_specs={"Launcher": replica("mpi", finish=True), "Worker": replica("mpi")},
+            ),
+        ),
+        "sdk-mpi-launcher",
     ),
     "JAXJob": (
         lambda: models.KubeflowOrgV1JAXJob(

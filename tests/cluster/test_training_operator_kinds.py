@@ -1,5 +1,5 @@
-"""training-operator v1.9's PyTorchJob, XGBoostJob and JAXJob against the running operator: pods,
-Services, env and init container as upstream creates them, success and failure driven through
+"""training-operator v1.9's PyTorchJob, XGBoostJob, JAXJob, MPIJob and PaddleJob against the running
+operator: pods, Services, env, init containers and MPIJob's launcher objects as upstream creates them, success and failure driven through
 real pod phases (KWOK annotations), scaling through the scale subresource, and what admission
 refuses."""
 
@@ -217,9 +217,127 @@ def test_jaxjob_succeeds_when_every_worker_does():
     assert done["message"] == f"JAXJob {NS}/{name} successfully completed."
 
 
+def test_mpijob_launcher_decides_and_its_objects_follow_the_workers():
+    name = create(
+        "MPIJob",
+        "mpi",
+        {
+            "slotsPerWorker": 2,
+            "mpiReplicaSpecs": {
+                "Launcher": replicas("mpi", exit_code=0, run_for="8s"),
+                "Worker": replicas("mpi", 2),
+            },
+        },
+    )
+    launcher, workers = f"{name}-launcher", [f"{name}-worker-0", f"{name}-worker-1"]
+    pods_exist([launcher, *workers])
+    config = get("configmap", "-n", NS, f"{name}-config")
+    assert config["data"]["hostfile"] == f"{name}-worker-0 slots=2\n{name}-worker-1 slots=2\n"
+    assert config["data"]["kubexec.sh"].endswith('/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c "$*"')
+    # discover_hosts.sh lists the workers once they run.
+    wait_for(
+        lambda: (
+            get("configmap", "-n", NS, f"{name}-config")["data"]["discover_hosts.sh"]
+            == f"#!/bin/sh\necho {name}-worker-0:2\necho {name}-worker-1:2"
+        ),
+        timeout=JOB_TIMEOUT,
+        what="discover_hosts.sh lists the running workers",
+    )
+    role = get("role", "-n", NS, launcher)
+    assert role["rules"][1] == {
+        "verbs": ["create"],
+        "apiGroups": [""],
+        "resources": ["pods/exec"],
+        "resourceNames": workers,
+    }
+    binding = get("rolebinding", "-n", NS, launcher)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": launcher, "namespace": NS}]
+    assert get("serviceaccount", "-n", NS, launcher)["metadata"]["labels"]["app"] == name
+    spec = pod(launcher)["spec"]
+    assert spec["serviceAccountName"] == launcher
+    assert [c["name"] for c in spec["initContainers"]] == ["kubectl-delivery"]
+    assert env(launcher, "mpi")["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    assert pod(launcher)["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
+    assert pod(workers[0])["spec"]["containers"][0]["command"] == ["sleep"]
+    assert not [s for s in get("services", "-n", NS)["items"] if s["metadata"]["name"].startswith(name)]
+    done = finished("MPIJob", name, "Succeeded")
+    assert (done["reason"], done["message"]) == (
+        "MPIJobSucceeded",
+        f"MPIJob {name} is successfully completed.",
+    )
+    # cleanPodPolicy None, upstream's default for MPIJob: the idle workers stay.
+    assert {pod(w)["status"]["phase"] for w in workers} == {"Running"}
+
+
+def test_mpijob_without_replicas_has_one_launcher_and_no_workers():
+    """Upstream's defaults (Launcher 1, Worker 0) are the operator's: the schema has none, and
+    the name-length rule reads absent replicas as none."""
+    launcher = replicas("mpi", exit_code=0)
+    worker = replicas("mpi")
+    del launcher["replicas"], worker["replicas"]
+    name = create("MPIJob", "mpi-defaults", {"mpiReplicaSpecs": {"Launcher": launcher, "Worker": worker}})
+    finished("MPIJob", name, "Succeeded")
+    mine = [
+        p["metadata"]["name"]
+        for p in get("pods", "-n", NS)["items"]
+        if p["metadata"]["name"].startswith(name)
+    ]
+    assert mine == [f"{name}-launcher"]
+    assert get("configmap", "-n", NS, f"{name}-config")["data"]["hostfile"] == ""
+
+
+def test_mpijob_fails_when_a_worker_fails_under_never():
+    name = create(
+        "MPIJob",
+        "mpi-fail",
+        {
+            "mpiReplicaSpecs": {
+                "Launcher": replicas("mpi"),
+                "Worker": replicas("mpi", 1, exit_code=1),
+            }
+        },
+    )
+    done = finished("MPIJob", name, "Failed")
+    assert (done["reason"], done["message"]) == (
+        "MPIJobFailed",
+        f"MPIJob {name} is failed because 1 Worker replica(s) failed.",
+    )
+
+
+def test_mpijob_recreates_a_worker_until_the_backoff_limit():
+    name = create(
+        "MPIJob",
+        "mpi-restart",
+        {
+            "runPolicy": {"backoffLimit": 2},
+            "mpiReplicaSpecs": {
+                "Launcher": replicas("mpi"),
+                "Worker": replicas("mpi", 1, exit_code=130, policy="ExitCode"),
+            },
+        },
+    )
+    wait_for(
+        lambda: any(c["type"] == "Restarting" for c in conditions("MPIJob", name)),
+        timeout=JOB_TIMEOUT,
+        what=f"{name} Restarting",
+    )
+    done = finished("MPIJob", name, "Failed")
+    assert done["message"] == f"Job {name} has failed because it has reached the specified backoff limit"
+
+
 @pytest.mark.parametrize(
     ("kind", "spec", "message"),
     [
+        (
+            "MPIJob",
+            {"mpiReplicaSpecs": {"Worker": replicas("mpi")}},
+            "spec.mpiReplicaSpecs must have a Launcher",
+        ),
+        (
+            "MPIJob",
+            {"mpiReplicaSpecs": {"Launcher": replicas("mpi", 2)}},
+            "spec.mpiReplicaSpecs.Launcher.replicas must be 1",
+        ),
         (
             "PyTorchJob",
             {"pytorchReplicaSpecs": {"Master": replicas("pytorch", 2)}},

@@ -190,3 +190,33 @@ def test_a_conflict_from_a_metadata_change_is_retried_under_the_new_resource_ver
     assert done["status_written"] is written and done["conflict"] is not written
     if written:
         assert client.sent("PATCH", STATUS)[-1]["body"]["metadata"] == {"resourceVersion": "8"}
+
+
+def test_a_patched_object_gets_everything_but_its_metadata_merged():
+    """A PodGroup's spec, an MPIJob's ConfigMap data and launcher Role rules alike."""
+    plan_ = {
+        "job": first_plan()["job"],
+        "patch": [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "job-config", "namespace": "ns", "labels": {"app": "job"}},
+                "data": {"hostfile": "job-worker-0 slots=1\n"},
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "job-launcher", "namespace": "ns"},
+                "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+            },
+        ],
+    }
+    client = RecordingClient()
+    _apply(client, plan_)
+    assert [(c["path"], c["body"]) for c in client.sent("PATCH")] == [
+        ("/api/v1/namespaces/ns/configmaps/job-config", {"data": {"hostfile": "job-worker-0 slots=1\n"}}),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/roles/job-launcher",
+            {"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]},
+        ),
+    ]

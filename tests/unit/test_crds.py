@@ -151,6 +151,7 @@ def test_kustomizations_list_every_file() -> None:
         ("xgboostjob", "XGBoostJob", "kubeflow.org", "v1", "xgboostjobs", []),
         ("jaxjob", "JAXJob", "kubeflow.org", "v1", "jaxjobs", []),
         ("kubeflow_paddlejob", "PaddleJob", "kubeflow.org", "v1", "paddlejobs", []),
+        ("mpijob", "MPIJob", "kubeflow.org", "v1", "mpijobs", []),
         ("paddlejob", "PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", ["pdj"]),
         ("caffe2job", "Caffe2Job", "kubeflow.org", "v1alpha1", "caffe2jobs", ["c2j"]),
     ],
@@ -244,6 +245,7 @@ def _replica_specs(kind: str) -> list[dict[str, Any]]:
         "xgboostjob": lambda: [at(spec, "xgbReplicaSpecs", "*")],
         "jaxjob": lambda: [at(spec, "jaxReplicaSpecs", "*")],
         "kubeflow_paddlejob": lambda: [at(spec, "paddleReplicaSpecs", "*")],
+        "mpijob": lambda: [at(spec, "mpiReplicaSpecs", "*")],
         "paddlejob": lambda: [at(spec, r) for r in ("ps", "worker", "heter")],
         "caffe2job": lambda: [at(spec, "replicaSpecs")],
     }[kind]()
@@ -260,10 +262,14 @@ def test_replica_specs(kind: str) -> None:
             # paddle-operator has no replicas default, and its restart default depends on the job.
             assert "default" not in replicas and "default" not in policy
             assert rs["required"] == ["replicas", "template"]
+        elif kind == "mpijob":
+            # Launcher 1 and Worker 0, applied by the operator as upstream's defaulter does.
+            assert "default" not in replicas
+            assert rs["required"] == ["template"]
         else:
             assert replicas["default"] == 1
             assert rs["required"] == ["template"]
-        if kind in ("tfjob", "mxjob", "xgboostjob", "jaxjob"):
+        if kind in ("tfjob", "mxjob", "xgboostjob", "jaxjob", "mpijob"):
             assert policy["default"] == "Never"
         elif kind in ("pytorchjob", "kubeflow_paddlejob"):
             assert policy["default"] == "OnFailure"
@@ -292,6 +298,7 @@ def test_replica_specs(kind: str) -> None:
         ("xgboostjob", "xgbReplicaSpecs", ["Master", "Worker"]),
         ("jaxjob", "jaxReplicaSpecs", ["Worker"]),
         ("kubeflow_paddlejob", "paddleReplicaSpecs", ["Master", "Worker"]),
+        ("mpijob", "mpiReplicaSpecs", ["Launcher", "Worker"]),
     ],
 )
 def test_replica_spec_maps(kind: str, field: str, types: list[str]) -> None:
@@ -463,10 +470,11 @@ def test_admission_policy_per_kind(kind: str) -> None:
     expressions = " ".join(v["expression"] for v in policy["spec"]["validations"])
     assert "c.image" in expressions
     profile = PROFILES[kind]
-    if profile.replica_specs_field:
+    if profile.requires_default_container:
         assert f"c.name == '{profile.default_container}'" in expressions
     else:
-        assert "c.name ==" not in expressions  # PaddleFlow and Caffe2 do not require a container name
+        # PaddleFlow, Caffe2 and MPIJob do not require a container name
+        assert "c.name ==" not in expressions
     for v in policy["spec"]["validations"]:
         assert v["message"] and v["messageExpression"] and v["reason"] == "Invalid"
 
@@ -602,8 +610,12 @@ def test_sample_uses_fake_images_and_gpus_only_when_named_so(path: Path) -> None
 
 def test_the_gpu_samples() -> None:
     assert [p.name for p in SAMPLE_FILES if "nvidia.com/gpu" in p.read_text()] == [
+        "caffe2job_gpu.yaml",
         "jaxjob_gpu.yaml",
         "kubeflow_paddlejob_simple_gpu.yaml",
+        "mpijob_gpu.yaml",
+        "mxjob_gpu.yaml",
+        "paddlejob_resnet_gpu.yaml",
         "pytorchjob_elastic_gpu.yaml",
         "tfjob_smoke_gpu.yaml",
         "xgboostjob_gpu.yaml",

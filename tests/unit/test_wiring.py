@@ -113,10 +113,12 @@ def test_olm_install_test_waits_for_the_crd(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_sample_and_a_user_guide(kind):
+def test_samples_on_cpus_and_on_gpus_and_a_user_guide(kind):
     profile = PROFILES[kind]
     samples = [d for p in (ROOT / "config" / "samples").glob("*.yaml") for d in load_all(p)]
-    assert any((d.get("apiVersion"), d.get("kind")) == (profile.api_version, profile.kind) for d in samples)
+    mine = [d for d in samples if (d.get("apiVersion"), d.get("kind")) == (profile.api_version, profile.kind)]
+    on_gpus = ["nvidia.com/gpu" in yaml.safe_dump(d) for d in mine]
+    assert True in on_gpus and False in on_gpus
     assert (ROOT / "docs" / f"user-guide-{kind.replace('_', '-')}.md").exists()
 
 

@@ -58,7 +58,7 @@ class Context:
 class Profile:
     kind = ""
     api_version = ""
-    framework = ""  # metrics label: tensorflow, mxnet, pytorch, xgboost, jax, paddle, caffe2
+    framework = ""  # metrics label: tensorflow, mxnet, pytorch, xgboost, jax, mpi, paddle, caffe2
     default_container = ""
     env_target = ENV_DEFAULT_CONTAINER
     default_restart_policy = RESTART_NEVER
@@ -76,6 +76,11 @@ class Profile:
 
     # Replica types in the order upstream evaluates them; also the order of pods in plans.
     replica_types: tuple[str, ...] = ()
+
+    # Whether every replica template must have a container named ``default_container``.
+    @property
+    def requires_default_container(self) -> bool:
+        return bool(self.replica_specs_field)
 
     # --- parsing -----------------------------------------------------------------------------
     # Kubeflow kinds keep their replica specs in one map (tfReplicaSpecs, mxReplicaSpecs).
@@ -111,6 +116,10 @@ class Profile:
     def default_restart_policy_for(self, rtype: str, spec: dict[str, Any]) -> str:
         return self.default_restart_policy
 
+    def default_replicas_for(self, rtype: str) -> int:
+        """Replicas of a type whose spec leaves them out (upstream's defaulter: 1)."""
+        return 1
+
     def job(self, cr: dict[str, Any]) -> Job:
         meta = cr.get("metadata") or {}
         spec = cr.get("spec") or {}
@@ -125,7 +134,7 @@ class Profile:
                 raise InvalidJob(
                     f"{rtype} restartPolicy {policy!r} is not one of {', '.join(RESTART_POLICIES)}"
                 )
-            replicas = _replicas(rtype, rs.get("replicas"))
+            replicas = _replicas(rtype, rs.get("replicas"), self.default_replicas_for(rtype))
             template = copy.deepcopy(rs.get("template") or {})
             check_template(rtype, template)
             self.default_ports(template)
@@ -180,7 +189,7 @@ class Profile:
                     raise InvalidJob(f"{g.rtype} container {c.get('name')!r} has no image: set one")
             # Kubeflow's kinds (a replica-spec map) read their port from the framework's container,
             # and training-operator's webhooks refuse a template without it.
-            if self.replica_specs_field and not any(
+            if self.requires_default_container and not any(
                 c.get("name") == self.default_container for c in g.containers
             ):
                 raise InvalidJob(
@@ -267,6 +276,10 @@ class Profile:
         """Objects the framework needs besides pods and services (ConfigMaps, a Redis)."""
         return []
 
+    # Fields of extra objects kept as the job wants them, by kind (MPIJob's hostfile and its
+    # launcher's Role follow the workers); other extra objects are only created.
+    extras_kept_current: dict[str, str] = {}
+
     def extra_objects_first(self, job: Job, ctx: Context) -> bool:
         """Whether extra objects must exist before any pod is created."""
         return False
@@ -280,9 +293,9 @@ class Profile:
         return {}
 
 
-def _replicas(rtype: str, value: Any) -> int:
+def _replicas(rtype: str, value: Any, default: int) -> int:
     if value is None:
-        return 1
+        return default
     if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).lstrip("-").isdigit():
         raise InvalidJob(f"{rtype} replicas must be a whole number, not {value!r}")
     return int(value)
