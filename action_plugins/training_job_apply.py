@@ -20,7 +20,7 @@ When the API server cannot be reached (or answers 429/5xx) the task does not fai
 the pass again after ``UNAVAILABLE_RETRY_SECONDS``, a planned requeue that controller-runtime
 does not back off exponentially, so jobs move again within seconds of an outage's end.
 
-Argument ``plan``, the filter's result:
+Argument ``plan``, the filter's result (typed as ``training_jobs.plan.Plan``):
   ``job``: ``{apiVersion, kind, name, namespace, uid, resourceVersion, framework}`` of the job;
   ``apply``: whether there is anything to write at all (nothing is sent otherwise);
   ``create``: objects to create (already-existing ones are left alone);
@@ -172,81 +172,31 @@ class ActionModule(ActionBase):
 def _apply(client: Client, plan: dict) -> dict:
     """Write one plan; see the module docstring. Raises ApiError on transient errors."""
     job = plan["job"]
-    created, deleted, rejected, deferred = [], [], [], []
-    job_deleted = False
-    for obj in plan.get("create") or []:
-        meta = obj["metadata"]
-        path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"))
-        try:
-            client.request("POST", path, obj, owner=False)
-            created.append(f"{obj['kind']}/{meta['name']}")
-        except ApiError as err:
-            if err.status == 409:
-                continue
-            refusal = {
-                "kind": obj["kind"],
-                "name": meta["name"],
-                "status": err.status,
-                "message": err.message,
-            }
-            (rejected if err.status in PERMANENT else deferred).append(refusal)
+    created, rejected, deferred = _create(client, plan.get("create") or [])
     for obj in plan.get("patch") or []:
         meta = obj["metadata"]
         path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         client.request("PATCH", path, body, content_type="application/merge-patch+json")
-    for ref in plan.get("delete") or []:
-        path = resource_path(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
-        options = {"propagationPolicy": "Background"}
-        if ref.get("force"):
-            options["gracePeriodSeconds"] = 0
-        try:
-            client.request("DELETE", path, options)
-            deleted.append(f"{ref['kind']}/{ref['name']}")
-        except ApiError as err:
-            if err.status != 404:
-                raise
+    deleted = [
+        f"{ref['kind']}/{ref['name']}"
+        for ref in plan.get("delete") or []
+        if _delete(
+            client, resource_path(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"]), ref
+        )
+    ]
     job_path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
     status_written, conflict, status_refused = False, False, ""
     # A plan without a new status carries null; only a mapping is a status to write.
     if isinstance(plan.get("status"), dict) and plan["status"] and not rejected:
-        patch = {"status": plan["status"]}
-        if job.get("resourceVersion"):
-            patch["metadata"] = {"resourceVersion": job["resourceVersion"]}
-        try:
-            status_written = _patch_status(client, job_path, patch, job)
-            conflict = not status_written
-        except ApiError as err:
-            if err.status in PERMANENT:
-                status_refused = err.message
-            elif err.status != 404:
-                raise
+        status_written, conflict, status_refused = _write_status(client, job_path, plan["status"], job)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for refusal in deferred:
         _record_once(client, job, refusal, now)
-    done = set(created) | set(deleted)
-    for event in plan.get("events") or []:
-        # An event about a create or delete is only true if that write happened here
-        # (the object may already have existed: the proxy's cache can lag).
-        about = event.pop("about", "")
-        if about and about not in done:
-            continue
-        try:
-            client.request(
-                "POST", resource_path("v1", "Event", job["namespace"]), event_object(job, event, now)
-            )
-        except ApiError as err:
-            # Events are best effort, as everywhere in Kubernetes.
-            if err.status in (500, 503):
-                raise
-    if plan.get("delete_job"):
-        try:
-            client.request("DELETE", job_path, {"propagationPolicy": "Background"})
-            deleted.append(f"{job['kind']}/{job['name']}")
-            job_deleted = True
-        except ApiError as err:
-            if err.status != 404:
-                raise
+    _record_events(client, job, plan.get("events") or [], set(created) | set(deleted), now)
+    job_deleted = bool(plan.get("delete_job")) and _delete(client, job_path, {})
+    if job_deleted:
+        deleted.append(f"{job['kind']}/{job['name']}")
     if plan.get("final") and not (rejected or deferred or conflict or status_refused or job_deleted):
         try:
             client.request(
@@ -271,6 +221,77 @@ def _apply(client: Client, plan: dict) -> dict:
         "conflict": conflict,
         "metrics_warning": report(job, counted),
     }
+
+
+def _create(client: Client, objects: list[dict]) -> tuple[list[str], list[dict], list[dict]]:
+    """POST each object; returns what was created and the refusals, invalid ones apart from
+    those refused for now. An object that already exists (409) is neither."""
+    created, rejected, deferred = [], [], []
+    for obj in objects:
+        meta = obj["metadata"]
+        path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"))
+        try:
+            client.request("POST", path, obj, owner=False)
+            created.append(f"{obj['kind']}/{meta['name']}")
+        except ApiError as err:
+            if err.status == 409:
+                continue
+            refusal = {
+                "kind": obj["kind"],
+                "name": meta["name"],
+                "status": err.status,
+                "message": err.message,
+            }
+            (rejected if err.status in PERMANENT else deferred).append(refusal)
+    return created, rejected, deferred
+
+
+def _delete(client: Client, path: str, ref: dict) -> bool:
+    """DELETE in the background (at once with ``force``); False when it was already gone."""
+    options = {"propagationPolicy": "Background"}
+    if ref.get("force"):
+        options["gracePeriodSeconds"] = 0
+    try:
+        client.request("DELETE", path, options)
+        return True
+    except ApiError as err:
+        if err.status != 404:
+            raise
+        return False
+
+
+def _write_status(client: Client, job_path: str, status: dict, job: dict) -> tuple[bool, bool, str]:
+    """(written, conflict, the API server's reason if it refused the status as invalid); a job
+    that is gone is none of them."""
+    patch: dict = {"status": status}
+    if job.get("resourceVersion"):
+        patch["metadata"] = {"resourceVersion": job["resourceVersion"]}
+    try:
+        written = _patch_status(client, job_path, patch, job)
+        return written, not written, ""
+    except ApiError as err:
+        if err.status in PERMANENT:
+            return False, False, err.message
+        if err.status != 404:
+            raise
+        return False, False, ""
+
+
+def _record_events(client: Client, job: dict, events: list[dict], done: set[str], now: str) -> None:
+    for event in events:
+        # An event about a create or delete is only true if that write happened here
+        # (the object may already have existed: the proxy's cache can lag).
+        about = event.pop("about", "")
+        if about and about not in done:
+            continue
+        try:
+            client.request(
+                "POST", resource_path("v1", "Event", job["namespace"]), event_object(job, event, now)
+            )
+        except ApiError as err:
+            # Events are best effort, as everywhere in Kubernetes.
+            if err.status in (500, 503):
+                raise
 
 
 def _patch_status(client: Client, job_path: str, patch: dict, job: dict) -> bool:

@@ -281,7 +281,7 @@ for crd in "${our_crds[@]}"; do
   [ -n "$(kubectl get crd "$crd" -o jsonpath='{.metadata.labels.olm\.managed}')" ] || fail "OLM did not take CRD $crd in"
 done
 if [ "$crds_before" = 0 ]; then how="created by OLM"; else how="existed before; OLM adopted them"; fi
-log "our 4 CRDs are there: $how"
+log "our ${#our_crds[@]} CRDs are there: $how"
 deploy=$package-controller-manager
 kubectl -n operators wait --for=condition=Available "deployment/$deploy" --timeout=30s >/dev/null ||
   fail "deployment $deploy is not Available"

@@ -22,13 +22,13 @@ import hashlib
 import json
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from training_jobs import conditions as cond
 from training_jobs import gang, tensorboard
 from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
-from training_jobs.model import InvalidJob, Job
+from training_jobs.model import InvalidJob, Job, ReplicaGroup
 from training_jobs.profiles.base import Context, Counts, Outcome, Profile
 from training_jobs.registry import BY_KIND, profile_of
 
@@ -61,6 +61,39 @@ MAX_REPORTED_PROBLEMS = 100
 STATUS_TIMES = ("startTime", "completionTime", "lastReconcileTime")
 # runPolicy.managedBy values this operator runs; any other manager (Kueue's MultiKueue) owns the job.
 OWN_MANAGERS = ("", "kubeflow.org/training-operator")
+
+
+class PlanJob(TypedDict):
+    """The job a plan is about, as the apply step addresses and checks it."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+    resourceVersion: str
+    generation: Any
+    statusDigest: str
+    framework: str
+
+
+class Plan(TypedDict):
+    """One reconcile pass, decided: what ``training_job_apply`` writes (its docstring has each
+    field's meaning) and what the requeue task asks for."""
+
+    job: PlanJob
+    create: list[dict[str, Any]]
+    patch: list[dict[str, Any]]
+    delete: list[dict[str, Any]]
+    status: dict[str, Any] | None
+    events: list[dict[str, Any]]
+    requeue_after: str
+    create_retry_after: str
+    delete_job: bool
+    final: bool
+    state: str
+    metrics: dict[str, int]
+    apply: bool
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -330,6 +363,98 @@ def _finish(job: Job, p: _Pass, ctype: str, what: str, message: str) -> None:
     p.status["completionTime"] = p.status.get("completionTime") or p.now
 
 
+def _reconcile_extras(profile: Profile, job: Job, p: _Pass, ctx: Context) -> bool:
+    """Create the framework's extra objects that are missing and patch those the profile keeps
+    current; the job's TensorBoard too. Returns whether every extra object already existed."""
+    ready = True
+    for obj in profile.extra_objects(job, ctx):
+        observed = p.extras.get((obj["kind"], obj["metadata"]["name"]))
+        if observed is None:
+            p.create_obj(obj)
+            ready = False
+            continue
+        kept = profile.extras_kept_current.get(obj["kind"])
+        if kept and observed.get(kept) != obj.get(kept):
+            p.update.append(obj)
+    for obj in tensorboard.objects(job, profile.selector(job), p.config):
+        if (obj["kind"], obj["metadata"]["name"]) not in p.extras:
+            p.create_obj(obj)
+    return ready
+
+
+def _reconcile_replica(
+    profile: Profile,
+    job: Job,
+    g: ReplicaGroup,
+    i: int,
+    p: _Pass,
+    ctx: Context,
+    hold_pods: bool,
+    recreating: set[str],
+) -> int:
+    """Create, recreate or leave one replica's pod (and create its service). Returns the pod's
+    in-place container restarts that count against the backoff limit."""
+    name = profile.pod_name(job, g, i)
+    pod = p.pods.get(name)
+    live_restarts = 0
+    if pod is None:
+        if not hold_pods:
+            desired = podlib.desired_pod(profile, job, g, i, ctx)
+            warning = gang.decorate_pod(desired, job, g, p.config)
+            if warning:
+                p.events.append(warning)
+            p.create_obj(desired)
+    elif podlib.terminating(pod):
+        node = p.node_state(pod)
+        if problems.lost_pod(pod, p.now, LOST_POD_GRACE_SECONDS, node):
+            p.event(
+                "Warning",
+                "ForceDeletePod",
+                f"Pod {job.namespace}/{name} is stuck terminating on a node that is {node}: "
+                "force-deleting it to recreate the replica",
+            )
+            p.delete_obj(pod, force=True)
+            p.requeue_in(1)
+        else:
+            p.requeue_in(_until_gone(pod, p.now_dt))
+    elif problems.evicted(pod):
+        recreating.add(name)
+        if p.count_once(pod):
+            p.evictions += 1
+            p.event("Warning", "Evicted", f"Pod {job.namespace}/{name} was evicted: recreating it")
+        p.delete_obj(pod)
+        p.recreating.append(_ref(pod))
+    elif podlib.should_recreate(g, pod, profile.default_container):
+        recreating.add(name)
+        if p.count_once(pod):
+            code = podlib.exit_code(pod, profile.default_container)
+            p.event("Normal", "ExitedWithCode", f"Pod: {job.namespace}.{name} exited with code {code}")
+            p.restart_count += 1 + podlib.container_restarts(pod)
+            p.restarted_pods += 1
+        # The replacement is created on the pass the deletion triggers.
+        p.delete_obj(pod)
+        p.recreating.append(_ref(pod))
+    elif podlib.permanent_exit(g, pod, profile.default_container):
+        p.permanent_failures.append(g.rtype)
+    elif g.restart_policy != "Never":
+        live_restarts = podlib.container_restarts(pod)
+    if profile.wants_services(job) and profile.service_name(job, g, i) not in p.services:
+        p.create_obj(podlib.desired_service(profile, job, g, i))
+    return live_restarts
+
+
+def _scale_down(profile: Profile, job: Job, p: _Pass) -> None:
+    """Our pods and services beyond the current replica counts go."""
+    wanted = {profile.pod_name(job, g, i) for g in job.groups for i in range(g.replicas)}
+    for name, pod in sorted(p.pods.items()):
+        if name not in wanted and profile.replica_index(pod) is not None and not podlib.terminating(pod):
+            p.delete_obj(pod)
+    wanted_services = {profile.service_name(job, g, i) for g in job.groups for i in range(g.replicas)}
+    for name, svc in sorted(p.services.items()):
+        if name not in wanted_services and profile.replica_index(svc) is not None:
+            p.delete_obj(svc)
+
+
 def _reconcile_pods(
     profile: Profile, job: Job, p: _Pass, ctx: Context, gang_ready: bool
 ) -> tuple[set[str], int]:
@@ -339,88 +464,19 @@ def _reconcile_pods(
     status plus in-place container restarts of current pods under a restarting policy. Evicted
     pods are recreated whatever the restart policy and do not count as restarts (#1570).
     """
-    recreating: set[str] = set()
-    live_restarts = 0
-    extras = profile.extra_objects(job, ctx)
-    extras_ready = True
-    for obj in extras:
-        observed = p.extras.get((obj["kind"], obj["metadata"]["name"]))
-        if observed is None:
-            p.create_obj(obj)
-            extras_ready = False
-            continue
-        kept = profile.extras_kept_current.get(obj["kind"])
-        if kept and observed.get(kept) != obj.get(kept):
-            p.update.append(obj)
+    extras_ready = _reconcile_extras(profile, job, p, ctx)
     hold_pods = (profile.extra_objects_first(job, ctx) and not extras_ready) or not gang_ready
     if hold_pods:
         # What the pods wait for (the framework's config map, Volcano admitting the gang) changes
         # nothing that would reconcile the job: look again soon.
         p.requeue_in(WAIT_SECONDS)
-    for obj in tensorboard.objects(job, profile.selector(job), p.config):
-        if (obj["kind"], obj["metadata"]["name"]) not in p.extras:
-            p.create_obj(obj)
-    wanted = set()
-    for g in job.groups:
-        for i in range(g.replicas):
-            name = profile.pod_name(job, g, i)
-            wanted.add(name)
-            pod = p.pods.get(name)
-            if pod is None:
-                if not hold_pods:
-                    desired = podlib.desired_pod(profile, job, g, i, ctx)
-                    warning = gang.decorate_pod(desired, job, g, p.config)
-                    if warning:
-                        p.events.append(warning)
-                    p.create_obj(desired)
-            elif podlib.terminating(pod):
-                node = p.node_state(pod)
-                if problems.lost_pod(pod, p.now, LOST_POD_GRACE_SECONDS, node):
-                    p.event(
-                        "Warning",
-                        "ForceDeletePod",
-                        f"Pod {job.namespace}/{name} is stuck terminating on a node that is {node}: "
-                        "force-deleting it to recreate the replica",
-                    )
-                    p.delete_obj(pod, force=True)
-                    p.requeue_in(1)
-                else:
-                    p.requeue_in(_until_gone(pod, p.now_dt))
-            elif problems.evicted(pod):
-                recreating.add(name)
-                if p.count_once(pod):
-                    p.evictions += 1
-                    p.event("Warning", "Evicted", f"Pod {job.namespace}/{name} was evicted: recreating it")
-                p.delete_obj(pod)
-                p.recreating.append(_ref(pod))
-            elif podlib.should_recreate(g, pod, profile.default_container):
-                recreating.add(name)
-                if p.count_once(pod):
-                    code = podlib.exit_code(pod, profile.default_container)
-                    p.event(
-                        "Normal", "ExitedWithCode", f"Pod: {job.namespace}.{name} exited with code {code}"
-                    )
-                    p.restart_count += 1 + podlib.container_restarts(pod)
-                    p.restarted_pods += 1
-                # The replacement is created on the pass the deletion triggers.
-                p.delete_obj(pod)
-                p.recreating.append(_ref(pod))
-            elif podlib.permanent_exit(g, pod, profile.default_container):
-                p.permanent_failures.append(g.rtype)
-            elif g.restart_policy != "Never":
-                live_restarts += podlib.container_restarts(pod)
-            if profile.wants_services(job):
-                sname = profile.service_name(job, g, i)
-                if sname not in p.services:
-                    p.create_obj(podlib.desired_service(profile, job, g, i))
-    # Scale-down: our pods and services beyond the current replica counts.
-    for name, pod in sorted(p.pods.items()):
-        if name not in wanted and profile.replica_index(pod) is not None and not podlib.terminating(pod):
-            p.delete_obj(pod)
-    wanted_services = {profile.service_name(job, g, i) for g in job.groups for i in range(g.replicas)}
-    for name, svc in sorted(p.services.items()):
-        if name not in wanted_services and profile.replica_index(svc) is not None:
-            p.delete_obj(svc)
+    recreating: set[str] = set()
+    live_restarts = sum(
+        _reconcile_replica(profile, job, g, i, p, ctx, hold_pods, recreating)
+        for g in job.groups
+        for i in range(g.replicas)
+    )
+    _scale_down(profile, job, p)
     if p.recreating:
         # Nothing reconciles the job when a pod is gone (the runtime does not watch pods): the
         # next pass, which creates the replacements, is asked for here.
@@ -433,7 +489,7 @@ def _reconcile_pods(
     return recreating, p.restart_count + live_restarts
 
 
-def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], now: str) -> dict[str, Any]:
+def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], now: str) -> Plan:
     """Decide one reconcile pass. See the module docstring for the order of rules."""
     profile = profile_of(cr)
     kind = cr.get("kind") or profile.kind
@@ -519,7 +575,7 @@ def _report_pod_problems(profile: Profile, p: _Pass) -> None:
         p.status["reportedPodProblems"] = kept
 
 
-def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> dict[str, Any]:
+def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> Plan:
     ctx = Context(config=p.config, pods=p.pods, now=p.now)
     finished = cond.is_finished(p.conditions)
     succeeded = cond.is_true(p.conditions, cond.SUCCEEDED)
@@ -652,7 +708,9 @@ def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> di
     }
 
 
-def rejected_plan(cr: dict[str, Any], previous: dict[str, Any], rejected: list[dict[str, Any]], now: str):
+def rejected_plan(
+    cr: dict[str, Any], previous: dict[str, Any], rejected: list[dict[str, Any]], now: str
+) -> Plan:
     """The API server refused some of the job's objects (an invalid pod template, a quota).
 
     Such a job cannot run as written: it fails with the API's message, and what this pass
@@ -677,7 +735,7 @@ def rejected_plan(cr: dict[str, Any], previous: dict[str, Any], rejected: list[d
     return result
 
 
-def refused_status_plan(cr: dict[str, Any], previous: dict[str, Any], message: str, now: str):
+def refused_status_plan(cr: dict[str, Any], previous: dict[str, Any], message: str, now: str) -> Plan:
     """The API server refused the planned status as invalid (it grew past a schema limit).
 
     Writing it again would fail again on every pass, leaving the job's status frozen: instead
@@ -769,11 +827,13 @@ def _metric_counts(p: _Pass) -> dict[str, int]:
     return counts
 
 
-def _result(p: _Pass, kind: str) -> dict[str, Any]:
+def _result(p: _Pass, kind: str) -> Plan:
     p.status["conditions"] = p.conditions
     changed = p.status != p.old_status
     meta = p.cr.get("metadata") or {}
-    result = {
+    status = p.status if changed else None
+    final = p.final and FINISHED_LABEL not in (meta.get("labels") or {})
+    return {
         "job": {
             "apiVersion": p.cr.get("apiVersion", ""),
             "kind": kind,
@@ -790,23 +850,16 @@ def _result(p: _Pass, kind: str) -> dict[str, Any]:
         "create": p.create,
         "patch": p.update,
         "delete": p.delete,
-        "status": p.status if changed else None,
+        "status": status,
         "events": p.events,
         "requeue_after": f"{math.ceil(min(p.requeue))}s" if p.requeue and not p.delete_job else "",
         "create_retry_after": f"{CREATE_RETRY_SECONDS}s" if p.create else "",
         "delete_job": p.delete_job,
-        "final": p.final and FINISHED_LABEL not in (meta.get("labels") or {}),
+        "final": final,
         "state": cond.current_state(p.conditions),
         "metrics": _metric_counts(p),
+        # Whether the apply step has anything to do; the role skips it otherwise.
+        "apply": bool(
+            p.create or p.update or p.delete or status is not None or p.events or p.delete_job or final
+        ),
     }
-    # Whether the apply step has anything to do; the role skips it otherwise.
-    result["apply"] = bool(
-        p.create
-        or p.update
-        or p.delete
-        or result["status"] is not None
-        or p.events
-        or p.delete_job
-        or result["final"]
-    )
-    return result

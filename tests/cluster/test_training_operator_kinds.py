@@ -56,7 +56,8 @@ def create(kind, name, spec):
 
 
 def conditions(kind, name):
-    return get(kind.lower(), "-n", NS, name).get("status", {}).get("conditions") or []
+    # With the group: "paddlejob" alone may mean paddle-operator's.
+    return get(f"{kind.lower()}s.kubeflow.org", "-n", NS, name).get("status", {}).get("conditions") or []
 
 
 def finished(kind, name, state):
@@ -286,42 +287,50 @@ def test_mpijob_without_replicas_has_one_launcher_and_no_workers():
     assert get("configmap", "-n", NS, f"{name}-config")["data"]["hostfile"] == ""
 
 
-def test_mpijob_fails_when_a_worker_fails_under_never():
-    name = create(
-        "MPIJob",
-        "mpi-fail",
-        {
-            "mpiReplicaSpecs": {
-                "Launcher": replicas("mpi"),
-                "Worker": replicas("mpi", 1, exit_code=1),
-            }
-        },
-    )
-    done = finished("MPIJob", name, "Failed")
-    assert (done["reason"], done["message"]) == (
-        "MPIJobFailed",
-        f"MPIJob {name} is failed because 1 Worker replica(s) failed.",
-    )
+# kind -> (replica spec field, container, replica types around a Worker)
+LIFECYCLE = {
+    "PyTorchJob": ("pytorchReplicaSpecs", "pytorch", ["Master"]),
+    "XGBoostJob": ("xgbReplicaSpecs", "xgboost", ["Master"]),
+    "JAXJob": ("jaxReplicaSpecs", "jax", []),
+    "PaddleJob": ("paddleReplicaSpecs", "paddle", ["Master"]),
+    "MPIJob": ("mpiReplicaSpecs", "mpi", ["Launcher"]),
+}
 
 
-def test_mpijob_recreates_a_worker_until_the_backoff_limit():
-    name = create(
-        "MPIJob",
-        "mpi-restart",
-        {
-            "runPolicy": {"backoffLimit": 2},
-            "mpiReplicaSpecs": {
-                "Launcher": replicas("mpi"),
-                "Worker": replicas("mpi", 1, exit_code=130, policy="ExitCode"),
-            },
-        },
+def lifecycle_job(kind, name, worker, run_policy=None):
+    field, container, others = LIFECYCLE[kind]
+    spec = {field: {**{t: replicas(container) for t in others}, "Worker": worker}}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return create(kind, name, spec)
+
+
+@pytest.mark.parametrize("kind", list(LIFECYCLE))
+def test_a_worker_that_fails_under_never_fails_the_job(kind):
+    container = LIFECYCLE[kind][1]
+    name = lifecycle_job(kind, f"never-{kind.lower()}", replicas(container, 1, exit_code=1, policy="Never"))
+    done = finished(kind, name, "Failed")
+    assert done["reason"] == f"{kind}Failed"
+    assert done["message"] == f"{kind} {name} is failed because 1 Worker replica(s) failed."
+
+
+@pytest.mark.parametrize("kind", list(LIFECYCLE))
+def test_a_retryable_exit_restarts_the_worker_until_the_backoff_limit(kind):
+    """ExitCode and a retryable code (130): the pod is deleted and created again (Restarting), each
+    time counted, until runPolicy.backoffLimit fails the job."""
+    container = LIFECYCLE[kind][1]
+    name = lifecycle_job(
+        kind,
+        f"retry-{kind.lower()}",
+        replicas(container, 1, exit_code=130, policy="ExitCode"),
+        {"backoffLimit": 2},
     )
     wait_for(
-        lambda: any(c["type"] == "Restarting" for c in conditions("MPIJob", name)),
+        lambda: any(c["type"] == "Restarting" for c in conditions(kind, name)),
         timeout=JOB_TIMEOUT,
-        what=f"{name} Restarting",
+        what=f"{kind} {name} Restarting",
     )
-    done = finished("MPIJob", name, "Failed")
+    done = finished(kind, name, "Failed")
     assert done["message"] == f"Job {name} has failed because it has reached the specified backoff limit"
 
 

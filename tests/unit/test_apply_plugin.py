@@ -220,3 +220,10 @@ def test_a_patched_object_gets_everything_but_its_metadata_merged():
             {"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]},
         ),
     ]
+
+
+def test_a_job_gone_before_its_status_is_written_is_no_conflict():
+    client = RecordingClient([("PATCH", STATUS, 404, "not found")])
+    done = _apply(client, first_plan())
+    assert not done["status_written"] and not done["conflict"] and not done["status_refused"]
+    assert done["created"]  # what was created stays; the garbage collector takes it with the job
