@@ -28,6 +28,7 @@ if ! grep -qF "base64data: $icon" "$base"; then
   exit 1
 fi
 
+mkdir -p "$root/.local"
 work=$(mktemp -d "$root/.local/bundle.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/overlay"
