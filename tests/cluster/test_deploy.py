@@ -233,6 +233,79 @@ def test_cannot_do_anything_else(verb, resource):
     assert not can_i(verb, resource, "-n", "default")
 
 
+def may(user: str, verb: str, group: str, resource: str, namespace: str) -> bool:
+    """A SubjectAccessReview for any user."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "resourceAttributes": {
+                "verb": verb,
+                "group": group,
+                "resource": resource,
+                "namespace": namespace,
+            },
+        },
+    }
+    result = kubectl("create", "-o", "json", "-f", "-", stdin=json.dumps(review))
+    return bool(json.loads(result.stdout).get("status", {}).get("allowed"))
+
+
+USERS = {"edit": "ato-test-editor", "view": "ato-test-viewer"}
+# Kubeflow's kubeflow-edit and kubeflow-view (its kubeflow-roles manifests): empty roles that
+# aggregate what carries their labels.
+KUBEFLOW_ROLES = [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"ato-test-kubeflow-{role}"},
+        "aggregationRule": {
+            "clusterRoleSelectors": [
+                {"matchLabels": {f"rbac.authorization.kubeflow.org/aggregate-to-kubeflow-{role}": "true"}}
+            ]
+        },
+        "rules": [],
+    }
+    for role in ("edit", "view")
+] + [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": f"ato-test-kubeflow-{role}", "namespace": "default"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": f"ato-test-kubeflow-{role}",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USERS[role]}],
+    }
+    for role in ("edit", "view")
+]
+
+
+@pytest.fixture
+def kubeflow_roles():
+    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": KUBEFLOW_ROLES})
+    kubectl("apply", "-f", "-", stdin=manifest)
+    yield
+    kubectl("delete", "--ignore-not-found", "-f", "-", stdin=manifest)
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_kubeflow_profile_users_may_run_every_kind(kubeflow_roles, job):
+    """training-operator's manifests aggregate its job roles into Kubeflow's; so do ours."""
+    group, resource = job
+
+    def allowed():
+        return may(USERS["edit"], "create", group, resource, "default")
+
+    # The aggregation controller fills the aggregated role shortly after it is created.
+    wait_for(allowed, timeout=30, what=f"kubeflow-edit may create {resource}.{group}")
+    assert may(USERS["view"], "get", group, resource, "default")
+    assert not may(USERS["view"], "create", group, resource, "default")
+
+
 def test_undeploy_removes_the_operator_and_keeps_the_crds():
     result = deploy_script("undeploy")
     assert result.returncode == 0, result.stderr[-3000:]
