@@ -4,6 +4,11 @@
 # The CSV version of the bundle and the tag of the operator image; IMG can name any registry.
 VERSION ?= $(OPERATOR_VERSION)
 IMG ?= ansible-training-operator:$(VERSION)
+# The bundle and catalog images, as operator-sdk projects name them.
+BUNDLE_IMG ?= ansible-training-operator-bundle:v$(VERSION)
+CATALOG_IMG ?= ansible-training-operator-catalog:v$(VERSION)
+# docker or podman: no container engine is needed for anything but the *-build and *-push targets.
+CONTAINER_TOOL ?= docker
 
 ##@ Ship
 
@@ -22,3 +27,32 @@ bundle: go-tools ## Write the OLM bundle to bundle/ (VERSION, IMG) and validate 
 .PHONY: olm-test
 olm-test: go-tools ## Install the bundle through OLM (local olm, catalog, opm serve) on the cluster
 	hack/olm-test.sh
+
+.PHONY: catalog
+catalog: bundle ## Write the file-based catalog of the bundle (naming BUNDLE_IMG) to catalog/ and catalog.Dockerfile
+	hack/build-go-tools.sh opm
+	hack/catalog.sh
+
+.PHONY: docker-build
+docker-build: ## Build the operator image IMG with CONTAINER_TOOL (docker or podman)
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image IMG
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: bundle-build
+bundle-build: bundle ## Build the bundle image BUNDLE_IMG from bundle/ (make bundle IMG=... first names the operator image)
+	$(CONTAINER_TOOL) build -f bundle/bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image BUNDLE_IMG
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+.PHONY: catalog-build
+catalog-build: catalog ## Build the catalog image CATALOG_IMG (its bundle is BUNDLE_IMG)
+	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: catalog-push
+catalog-push: ## Push the catalog image CATALOG_IMG
+	$(CONTAINER_TOOL) push $(CATALOG_IMG)

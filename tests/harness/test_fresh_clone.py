@@ -29,10 +29,15 @@ def clone(tmp_path_factory):
     return path
 
 
-def make(clone: Path, target: str) -> subprocess.CompletedProcess:
+def make(clone: Path, target: str, *variables: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
     return subprocess.run(
-        ["make", "-C", str(clone), target], env=env, capture_output=True, text=True, timeout=600, check=False
+        ["make", "-C", str(clone), target, *variables],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -55,3 +60,12 @@ def test_make_manifests_first_changes_nothing(clone):
 def test_make_install_first(clone):
     result = make(clone, "install")
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_make_catalog_first_names_the_bundle_image(clone):
+    result = make(clone, "catalog", "BUNDLE_IMG=registry.example/ato-bundle:v9")
+    assert result.returncode == 0, result.stderr[-3000:]
+    index = (clone / "catalog" / "ansible-training-operator" / "index.yaml").read_text()
+    assert "\nimage: registry.example/ato-bundle:v9\n" in index
+    dockerfile = (clone / "catalog.Dockerfile").read_text()
+    assert "FROM quay.io/operator-framework/opm:v" in dockerfile and ":latest" not in dockerfile
