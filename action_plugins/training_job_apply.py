@@ -4,8 +4,9 @@ In order: create the planned objects, delete the planned ones, write the job's s
 subresource (only when the plan has a new status), record the plan's events on the job, delete
 the job itself when its TTL has run out, and count the plan's metrics. Nothing is decided here.
 
-If the API server refuses some of the job's objects as invalid (400, 422: they can never be
-created as written), the engine's ``rejected_plan`` (pure, like the filter) turns the pass into a
+Objects are created with ``fieldValidation=Strict``. If the API server refuses some of the
+job's objects as invalid (400, 422: they can never be created as written; an unknown field, such
+as a typo in a pod template, is one), the engine's ``rejected_plan`` (pure, like the filter) turns the pass into a
 failure of the job, and that plan is applied at once: the job fails with the API's reason and
 what this pass created is deleted, so no half-created job is left behind. Any other refusal (a
 ResourceQuota's 403, an admission webhook, 429, 5xx) is transient: what was created stays, a
@@ -231,7 +232,9 @@ def _create(client: Client, objects: list[dict]) -> tuple[list[str], list[dict],
         meta = obj["metadata"]
         path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"))
         try:
-            client.request("POST", path, obj, owner=False)
+            # Strict: a field the API server does not know (a typo in a pod template) refuses
+            # the object, and so fails the job with its path, instead of being dropped.
+            client.request("POST", path, obj, owner=False, query={"fieldValidation": "Strict"})
             created.append(f"{obj['kind']}/{meta['name']}")
         except ApiError as err:
             if err.status == 409:

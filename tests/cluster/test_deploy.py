@@ -306,6 +306,20 @@ def test_kubeflow_profile_users_may_run_every_kind(kubeflow_roles, job):
     assert not may(USERS["view"], "create", group, resource, "default")
 
 
+def test_the_metrics_network_policy_applies_and_selects_the_operator_pod():
+    out = kubectl(
+        "apply", "--dry-run=server", "-o", "json", "-k", str(ROOT / "config" / "network-policy")
+    ).stdout
+    policy = json.loads(out)
+    policy = policy["items"][0] if policy.get("kind") == "List" else policy
+    assert policy["metadata"]["namespace"] == NS
+    pods = get("pods", "-n", NS, "-l", "control-plane=controller-manager")["items"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert pods and all(selector.items() <= p["metadata"]["labels"].items() for p in pods)
+    ports = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert ports == {8443, 8686}
+
+
 def test_undeploy_removes_the_operator_and_keeps_the_crds():
     result = deploy_script("undeploy")
     assert result.returncode == 0, result.stderr[-3000:]

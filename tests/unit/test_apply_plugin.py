@@ -227,3 +227,17 @@ def test_a_job_gone_before_its_status_is_written_is_no_conflict():
     done = _apply(client, first_plan())
     assert not done["status_written"] and not done["conflict"] and not done["status_refused"]
     assert done["created"]  # what was created stays; the garbage collector takes it with the job
+
+
+def test_objects_are_created_with_strict_field_validation():
+    """A typo in a pod template is refused by the API server, never silently dropped."""
+    queries = []
+
+    class Client(RecordingClient):
+        def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
+            if method == "POST" and path.startswith(PODS):
+                queries.append(query)
+            return super().request(method, path, body, content_type, owner, query)
+
+    _apply(Client(), first_plan())
+    assert queries and all(q == {"fieldValidation": "Strict"} for q in queries)
