@@ -427,7 +427,7 @@ def test_the_first_pass_creates_the_launchers_objects_then_the_workers_then_the_
     assert not any(o["kind"] == "Service" for o in result["create"])
 
 
-def _existing(job_cr, running=()):
+def _existing(job_cr):
     """The launcher's objects as the first pass created them."""
     first = plan(job_cr, observed(), {}, NOW)
     objs = {o["kind"]: o for o in first["create"] if o["kind"] != "Pod"}
