@@ -61,9 +61,11 @@ class ApiError(Exception):
         self.status = status
         self.body = body
         try:
-            self.details = json.loads(body)
+            details = json.loads(body)
         except ValueError:
-            self.details = {}
+            details = None
+        # A Status object; anything else (a proxy's HTML page, null, a list) is only the body.
+        self.details = details if isinstance(details, dict) else {}
         message = self.details.get("message") or body[:300]
         super().__init__(f"{method} {path}: {status} {message}")
 
@@ -112,9 +114,8 @@ class Client:
         )
         parsed = urllib.parse.urlsplit(cluster["server"])
         # The proxy's kubeconfig also puts the identity into the URL; the header carries it.
-        self.server = urllib.parse.urlunsplit(
-            (parsed.scheme, parsed.hostname + (f":{parsed.port}" if parsed.port else ""), parsed.path, "", "")
-        ).rstrip("/")
+        host = parsed.netloc.rpartition("@")[2]
+        self.server = urllib.parse.urlunsplit((parsed.scheme, host, parsed.path, "", "")).rstrip("/")
         if user.get("token"):
             self.headers["Authorization"] = f"Bearer {user['token']}"
         elif user.get("username"):
