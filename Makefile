@@ -93,8 +93,8 @@ bench-smoke: tools ## A few-minute run of every benchmark measurement (part of m
 	hack/bench.sh --profile smoke
 
 .PHONY: manifests
-manifests: venv ## Regenerate the CRDs from hack/gen_crds.py
-	$(PY) hack/gen_crds.py
+manifests: venv ## Regenerate the CRDs and admission policies from hack/gen_crds
+	$(PY) hack/gen_crds
 
 .PHONY: clean
 clean: cluster-down ## Delete the local cluster, bin/ links and the venv (the build cache stays)

@@ -30,12 +30,12 @@ lint() {
   ANSIBLE_CONFIG="$root/ansible.cfg" ansible-lint --profile production --offline
   log "hadolint"
   hadolint Dockerfile
-  log "mypy (lib/)"
+  log "mypy (lib/, hack/gen_crds)"
   mypy
   log "shellcheck"
   shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh .ci/run
   log "generated CRDs are up to date"
-  python hack/gen_crds.py --check
+  python hack/gen_crds --check
 }
 
 unit() {

@@ -817,9 +817,65 @@ def test_paddlejob_columns(namespace: str) -> None:
         ("mxjobs.spec.jobMode", "MXTune"),
         ("paddlejobs.spec.withGloo", "Gloo"),
         ("caffe2jobs.spec.backendSpecs.manageRedis", "Redis"),
+        # Pod templates are typed: explain reaches container fields (a map's values have no key in the path).
+        ("tfjobs.spec.tfReplicaSpecs.template.spec.containers.resources", "limits <map[string]Object>"),
+        ("paddlejobs.spec.worker.template.spec.containers.ports.protocol", "Protocol for port."),
+        ("caffe2jobs.spec.replicaSpecs.template.metadata", "labels <map[string]string>"),
     ],
 )
 def test_explain_teaches_the_api(field: str, expected: str) -> None:
     result = kubectl("explain", field)
     assert result.returncode == 0, result.stderr
     assert expected in " ".join(result.stdout.split())
+
+
+def typo_in_worker_template() -> Job:
+    job = sample("tfjob_dist.yaml")
+    pod(job, "tfReplicaSpecs", "Worker")["containers"][0]["resources"] = {"limit": {"nvidia.com/gpu": 1}}
+    return job
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("create", 'unknown field "spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limit"'),
+        ("apply", 'unknown field "spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limit"'),
+        (
+            "apply --server-side",
+            '.spec.tfReplicaSpecs.Worker.template.spec.containers[name="tensorflow"].resources.limit: '
+            "field not declared in schema",
+        ),
+    ],
+)
+def test_a_typo_in_a_pod_template_is_refused_with_its_path(how: str, expected: str, namespace: str) -> None:
+    """resources.limit for limits (issue #15): kubectl validates strictly, the typed template refuses it."""
+    result = kubectl(
+        *how.split(),
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=json.dumps(typo_in_worker_template()),
+    )
+    assert result.returncode != 0, result.stdout
+    assert expected in result.stderr, result.stderr
+
+
+def test_a_client_that_skips_validation_gets_the_typo_pruned_with_a_warning(namespace: str) -> None:
+    result = kubectl(
+        "create",
+        "--validate=warn",
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-o",
+        "json",
+        "-f",
+        "-",
+        stdin=json.dumps(typo_in_worker_template()),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "resources.limit" in result.stderr, result.stderr
+    stored = json.loads(result.stdout)
+    assert pod(stored, "tfReplicaSpecs", "Worker")["containers"][0]["resources"] == {}

@@ -411,14 +411,3 @@ def test_kubeflow_paddlejob_runs_beside_paddle_operators():
             timeout=JOB_TIMEOUT,
             what=f"{resource} {job} Succeeded",
         )
-
-
-def test_a_typo_in_a_pod_template_fails_the_job_with_the_field():
-    """The pod is created with fieldValidation=Strict: resources.limit (for limits) is refused
-    and the job fails with the API server's words, instead of a pod without its limit."""
-    worker = replicas("jax")
-    worker["template"]["spec"]["containers"][0]["resources"] = {"limit": {"cpu": "1"}}
-    name = create("JAXJob", "typo", {"jaxReplicaSpecs": {"Worker": worker}})
-    done = finished("JAXJob", name, "Failed")
-    assert "unknown field" in done["message"] and "resources.limit" in done["message"], done["message"]
-    assert not [p for p in get("pods", "-n", NS)["items"] if p["metadata"]["name"].startswith(f"{name}-")]

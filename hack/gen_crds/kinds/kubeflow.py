@@ -1,0 +1,58 @@
+"""The shape of training-operator v1's simpler kinds: a replica-spec map, a run policy, a few fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..admission import map_policy
+from ..common import (
+    RUN_POLICY_RULES,
+    dns1035_rule,
+    job_status,
+    map_name_length_rule,
+    replica_map,
+    replica_spec,
+    run_policy,
+)
+from ..kind import AGE_COLUMN, STATE_COLUMN, Kind
+from ..schema import Schema, obj
+
+
+def simple_kubeflow_kind(
+    kind: str,
+    field_name: str,
+    types: list[str],
+    container: str,
+    description: str,
+    rules: list[dict[str, Any]],
+    restart_default: str = "Never",
+    why: str = "",
+    extra: dict[str, Schema] | None = None,
+    spec_rules: list[dict[str, Any]] | None = None,
+    replica: Schema | None = None,
+    **kind_fields: Any,
+) -> Kind:
+    """A training-operator v1 kind: a replica-spec map, a run policy and ``extra`` spec fields."""
+    replica = replica or replica_spec(kind, restart_default, f"Defaults to {restart_default}.")
+    specs = replica_map(field_name, kind, types, replica, rules)
+    return Kind(
+        group="kubeflow.org",
+        version="v1",
+        kind=kind,
+        plural=f"{kind.lower()}s",
+        short_names=[],
+        description=description,
+        spec=obj(
+            f"Desired state of the {kind}.",
+            {field_name: specs, "runPolicy": run_policy(), **(extra or {})},
+            required=[field_name],
+            rules=[*RUN_POLICY_RULES, *(spec_rules or [])],
+        ),
+        status=job_status(kind),
+        root_rules=[dns1035_rule(), map_name_length_rule(f"self.spec.{field_name}")],
+        columns=[STATE_COLUMN, AGE_COLUMN],
+        policy=map_policy(
+            field_name, types, container, why or f"the operator reads the {kind.lower()}-port from it"
+        ),
+        **kind_fields,
+    )
