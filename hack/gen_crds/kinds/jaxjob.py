@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..kind import Kind
-from .kubeflow import simple_kubeflow_kind
+from .kubeflow import kubeflow_kind
 
 
 def jaxjob() -> Kind:
-    return simple_kubeflow_kind(
+    return kubeflow_kind(
         "JAXJob",
         "jaxReplicaSpecs",
         ["Worker"],

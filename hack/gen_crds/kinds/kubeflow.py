@@ -1,4 +1,4 @@
-"""The shape of training-operator v1's simpler kinds: a replica-spec map, a run policy, a few fields."""
+"""The shape of every training-operator v1 kind: a replica-spec map, a run policy, a few fields."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ..kind import AGE_COLUMN, STATE_COLUMN, Kind
 from ..schema import Schema, obj
 
 
-def simple_kubeflow_kind(
+def kubeflow_kind(
     kind: str,
     field_name: str,
     types: list[str],
@@ -30,9 +30,12 @@ def simple_kubeflow_kind(
     extra: dict[str, Schema] | None = None,
     spec_rules: list[dict[str, Any]] | None = None,
     replica: Schema | None = None,
+    short_names: list[str] | None = None,
+    lead: dict[str, Schema] | None = None,
     **kind_fields: Any,
 ) -> Kind:
-    """A training-operator v1 kind: a replica-spec map, a run policy and ``extra`` spec fields."""
+    """A training-operator v1 kind: a replica-spec map, a run policy and ``extra`` spec fields
+    (``lead`` ones before the map). ``rules`` are the map's, ``spec_rules`` the spec's."""
     replica = replica or replica_spec(kind, restart_default, f"Defaults to {restart_default}.")
     specs = replica_map(field_name, kind, types, replica, rules)
     return Kind(
@@ -40,11 +43,11 @@ def simple_kubeflow_kind(
         version="v1",
         kind=kind,
         plural=f"{kind.lower()}s",
-        short_names=[],
+        short_names=short_names or [],
         description=description,
         spec=obj(
             f"Desired state of the {kind}.",
-            {field_name: specs, "runPolicy": run_policy(), **(extra or {})},
+            {**(lead or {}), field_name: specs, "runPolicy": run_policy(), **(extra or {})},
             required=[field_name],
             rules=[*RUN_POLICY_RULES, *(spec_rules or [])],
         ),

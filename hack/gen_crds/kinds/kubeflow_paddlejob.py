@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..kind import Kind
 from ..schema import integer, obj, rule
-from .kubeflow import simple_kubeflow_kind
+from .kubeflow import kubeflow_kind
 
 # Must match watches.yaml and roles/kubeflow_paddlejob (tests/unit/test_wiring.py checks).
 KUBEFLOW_PADDLEJOB_RUNTIME_VERSION = "v1-runtime"
@@ -30,7 +30,7 @@ def kubeflow_paddlejob() -> Kind:
             },
         },
     )
-    return simple_kubeflow_kind(
+    return kubeflow_kind(
         "PaddleJob",
         "paddleReplicaSpecs",
         ["Master", "Worker"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..common import replica_spec
 from ..kind import Kind
 from ..schema import integer, rule, string
-from .kubeflow import simple_kubeflow_kind
+from .kubeflow import kubeflow_kind
 
 
 def mpijob() -> Kind:
@@ -15,7 +15,7 @@ def mpijob() -> Kind:
         "Defaults to Never.",
         replicas_default=" Defaults to 1 for the Launcher and 0 for the Worker.",
     )
-    return simple_kubeflow_kind(
+    return kubeflow_kind(
         "MPIJob",
         "mpiReplicaSpecs",
         ["Launcher", "Worker"],

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from ..admission import map_policy
-from ..common import (
-    RUN_POLICY_RULES,
-    dns1035_rule,
-    job_status,
-    map_name_length_rule,
-    replica_map,
-    replica_spec,
-    run_policy,
-)
-from ..kind import AGE_COLUMN, STATE_COLUMN, Kind
+from ..kind import Kind
 from ..schema import Schema, boolean, integer, obj, rule, string
+from .kubeflow import kubeflow_kind
 
 PYTORCH_TYPES = ["Master", "Worker"]
 
@@ -71,12 +62,23 @@ def elastic_policy() -> Schema:
 
 
 def pytorchjob() -> Kind:
-    spec = replica_spec("PyTorchJob", "OnFailure", "Defaults to OnFailure.")
-    specs = replica_map(
-        "pytorchReplicaSpecs",
+    spec_rules = [
+        rule(
+            "!has(self.elasticPolicy) || 'Worker' in self.pytorchReplicaSpecs",
+            "spec.pytorchReplicaSpecs.Worker must be configured if elastic policy is used: add a Worker replica type",
+        ),
+        rule(
+            "!has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode) || !has(self.nprocPerNode)",
+            "spec.elasticPolicy.nProcPerNode must not be used with spec.nprocPerNode: keep spec.nprocPerNode",
+        ),
+    ]
+    return kubeflow_kind(
         "PyTorchJob",
+        "pytorchReplicaSpecs",
         PYTORCH_TYPES,
-        spec,
+        "pytorch",
+        "A distributed PyTorch training job (training-operator v1.9 compatible). Every "
+        "container gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and torchrun's PET_* variables.",
         [
             rule(
                 "!('Master' in self) || self['Master'].replicas == 1",
@@ -89,48 +91,15 @@ def pytorchjob() -> Kind:
                 "for a master-only job",
             ),
         ],
-    )
-    spec_rules = [
-        *RUN_POLICY_RULES,
-        rule(
-            "!has(self.elasticPolicy) || 'Worker' in self.pytorchReplicaSpecs",
-            "spec.pytorchReplicaSpecs.Worker must be configured if elastic policy is used: add a Worker replica type",
-        ),
-        rule(
-            "!has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode) || !has(self.nprocPerNode)",
-            "spec.elasticPolicy.nProcPerNode must not be used with spec.nprocPerNode: keep spec.nprocPerNode",
-        ),
-    ]
-    return Kind(
-        group="kubeflow.org",
-        version="v1",
-        kind="PyTorchJob",
-        plural="pytorchjobs",
+        restart_default="OnFailure",
+        spec_rules=spec_rules,
+        extra={
+            "elasticPolicy": elastic_policy(),
+            "nprocPerNode": string(
+                "Processes per node (PET_NPROC_PER_NODE): auto, cpu, gpu or a number. Defaults to auto."
+            ),
+        },
         short_names=["ptj"],
-        description="A distributed PyTorch training job (training-operator v1.9 compatible). Every "
-        "container gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and torchrun's PET_* variables.",
-        spec=obj(
-            "Desired state of the PyTorchJob.",
-            {
-                "pytorchReplicaSpecs": specs,
-                "runPolicy": run_policy(),
-                "elasticPolicy": elastic_policy(),
-                "nprocPerNode": string(
-                    "Processes per node (PET_NPROC_PER_NODE): auto, cpu, gpu or a number. Defaults to auto."
-                ),
-            },
-            required=["pytorchReplicaSpecs"],
-            rules=spec_rules,
-        ),
-        status=job_status("PyTorchJob"),
-        root_rules=[
-            dns1035_rule(),
-            map_name_length_rule("self.spec.pytorchReplicaSpecs"),
-        ],
-        columns=[STATE_COLUMN, AGE_COLUMN],
-        policy=map_policy(
-            "pytorchReplicaSpecs", PYTORCH_TYPES, "pytorch", "the operator reads the pytorchjob-port from it"
-        ),
         scale={
             "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
             "statusReplicasPath": ".status.replicaStatuses.Worker.active",

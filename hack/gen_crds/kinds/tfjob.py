@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-from ..admission import map_policy
-from ..common import (
-    RUN_POLICY_RULES,
-    dns1035_rule,
-    job_status,
-    map_name_length_rule,
-    replica_map,
-    replica_spec,
-    run_policy,
-)
-from ..kind import AGE_COLUMN, STATE_COLUMN, Kind
-from ..schema import boolean, obj, rule, string
+from ..kind import Kind
+from ..schema import boolean, rule, string
+from .kubeflow import kubeflow_kind
 
 TF_TYPES = ["Chief", "Master", "PS", "Worker", "Evaluator"]
 
 
 def tfjob() -> Kind:
-    spec = replica_spec(
+    return kubeflow_kind(
         "TFJob",
-        "Never",
-        "Defaults to Never.",
-    )
-    specs = replica_map(
         "tfReplicaSpecs",
-        "TFJob",
         TF_TYPES,
-        spec,
+        "tensorflow",
+        "A distributed TensorFlow training job (training-operator v1.9 compatible). Each "
+        "replica type gets TF_CONFIG in its 'tensorflow' container.",
         [
             rule(
                 "!('Chief' in self && 'Master' in self)",
@@ -44,40 +32,17 @@ def tfjob() -> Kind:
                 "Worker'",
             ),
         ],
-    )
-    return Kind(
-        group="kubeflow.org",
-        version="v1",
-        kind="TFJob",
-        plural="tfjobs",
+        why="TF_CONFIG is injected into that container",
+        extra={
+            "successPolicy": string(
+                "When the job succeeds if it has no Chief/Master: empty (default) when worker 0 "
+                "succeeds, AllWorkers when every worker succeeded.",
+                enum=["", "AllWorkers"],
+            ),
+            "enableDynamicWorker": boolean(
+                "true: each worker sees only itself and the PS in TF_CONFIG (sparse cluster spec), "
+                "and a failed worker does not fail the job."
+            ),
+        },
         short_names=["tfj"],
-        description="A distributed TensorFlow training job (training-operator v1.9 compatible). Each "
-        "replica type gets TF_CONFIG in its 'tensorflow' container.",
-        spec=obj(
-            "Desired state of the TFJob.",
-            {
-                "tfReplicaSpecs": specs,
-                "runPolicy": run_policy(),
-                "successPolicy": string(
-                    "When the job succeeds if it has no Chief/Master: empty (default) when worker 0 "
-                    "succeeds, AllWorkers when every worker succeeded.",
-                    enum=["", "AllWorkers"],
-                ),
-                "enableDynamicWorker": boolean(
-                    "true: each worker sees only itself and the PS in TF_CONFIG (sparse cluster spec), "
-                    "and a failed worker does not fail the job."
-                ),
-            },
-            required=["tfReplicaSpecs"],
-            rules=RUN_POLICY_RULES,
-        ),
-        status=job_status("TFJob"),
-        root_rules=[
-            dns1035_rule(),
-            map_name_length_rule("self.spec.tfReplicaSpecs"),
-        ],
-        columns=[STATE_COLUMN, AGE_COLUMN],
-        policy=map_policy(
-            "tfReplicaSpecs", TF_TYPES, "tensorflow", "TF_CONFIG is injected into that container"
-        ),
     )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ..kind import Kind
 from ..schema import rule
-from .kubeflow import simple_kubeflow_kind
+from .kubeflow import kubeflow_kind
 
 
 def xgboostjob() -> Kind:
-    return simple_kubeflow_kind(
+    return kubeflow_kind(
         "XGBoostJob",
         "xgbReplicaSpecs",
         ["Master", "Worker"],
