@@ -30,8 +30,10 @@ def documents() -> dict[Path, list[dict[str, Any]]]:
         files[CRD_DIR / "bases" / k.file] = [crd(k)]
         if k.policy:
             files[ADMISSION_DIR / f"{k.id}.yaml"] = k.policy(k)
-    files[CRD_DIR / "kustomization.yaml"] = [kustomization([f"bases/{k.file}" for k in kinds])]
-    files[ADMISSION_DIR / "kustomization.yaml"] = [kustomization([f"{k.id}.yaml" for k in kinds if k.policy])]
+    files[CRD_DIR / "kustomization.yaml"] = [kustomization([f"bases/{k.file}" for k in kinds], "api")]
+    files[ADMISSION_DIR / "kustomization.yaml"] = [
+        kustomization([f"{k.id}.yaml" for k in kinds if k.policy], "admission")
+    ]
     return files
 
 

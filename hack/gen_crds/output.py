@@ -34,5 +34,17 @@ def dump(docs: list[Any]) -> str:
     return HEADER + yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, explicit_start=True, width=110)
 
 
-def kustomization(resources: list[str]) -> dict[str, Any]:
-    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
+def kustomization(resources: list[str], component: str) -> dict[str, Any]:
+    """The Kustomization of generated files, with the recommended labels (as config/*'s own)."""
+    labels = {
+        "app.kubernetes.io/name": "ansible-training-operator",
+        "app.kubernetes.io/part-of": "ansible-training-operator",
+        "app.kubernetes.io/managed-by": "kustomize",
+        "app.kubernetes.io/component": component,
+    }
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+        "labels": [{"pairs": labels}],
+    }

@@ -14,7 +14,7 @@ import os
 import subprocess
 
 import pytest
-from kube import ROOT, get, kubeconfig, kubectl, wait_for
+from kube import ROOT, get, install_crd, kubeconfig, kubectl, wait_for
 from training_jobs.registry import PROFILES
 from training_kube.client import RESOURCES
 
@@ -318,6 +318,42 @@ def test_the_metrics_network_policy_applies_and_selects_the_operator_pod():
     assert pods and all(selector.items() <= p["metadata"]["labels"].items() for p in pods)
     ports = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
     assert ports == {8443, 8686}
+
+
+def service_monitor_crd() -> str:
+    """prometheus-operator's ServiceMonitor CRD, from its Go module source (versions.env)."""
+    version = (
+        os.environ.get("PROMETHEUS_OPERATOR_VERSION")
+        or dict(
+            line.split("=", 1)
+            for line in (ROOT / "versions.env").read_text().splitlines()
+            if line[:1].isupper()
+        )["PROMETHEUS_OPERATOR_VERSION"]
+    )
+    module = subprocess.run(
+        ["go", "mod", "download", "-json", f"github.com/prometheus-operator/prometheus-operator@{version}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return os.path.join(
+        json.loads(module.stdout)["Dir"],
+        "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
+    )
+
+
+def test_the_service_monitor_applies_against_prometheus_operators_crd():
+    install_crd(service_monitor_crd(), "servicemonitors.monitoring.coreos.com")
+    try:
+        # kubectl validates strictly: a field the CRD does not know would be refused, not dropped.
+        out = kubectl(
+            "apply", "--dry-run=server", "-o", "json", "-k", str(ROOT / "config" / "prometheus")
+        ).stdout
+        monitor = json.loads(out)
+        assert monitor["metadata"]["namespace"] == NS
+        assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["https", "job-metrics"]
+    finally:
+        kubectl("delete", "crd", "servicemonitors.monitoring.coreos.com", "--ignore-not-found", check=False)
 
 
 def test_undeploy_removes_the_operator_and_keeps_the_crds():
