@@ -6,7 +6,9 @@ wake watcher (:mod:`training_wake`); it decides nothing about jobs.
 
 ``--exit-with-pid`` stops it once that process (the operator) is gone, so ``make run`` leaves
 nothing behind whichever way the operator ends. ``WATCH_NAMESPACE`` (comma-separated, empty =
-all) limits the watch as it limits the operator.
+all) limits the watch as it limits the operator. The watcher talks to the API server through the
+``kubernetes`` client (:mod:`training_companion.kube`): the pod's ServiceAccount in the sidecar,
+the kubeconfig (exec and auth-provider users too) under ``make run``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import os
 import threading
 import time
 
-from training_kube.client import Client
 from training_metrics.server import DEFAULT_BIND, make_server
 from training_wake.watcher import Watcher
 
@@ -45,7 +46,9 @@ def main() -> None:
     watcher = None
     if not args.no_wake:
         namespaces = [n.strip() for n in os.environ.get("WATCH_NAMESPACE", "").split(",") if n.strip()]
-        watcher = Watcher(Client(), namespaces=namespaces)
+        from training_companion.kube import KubeClient
+
+        watcher = Watcher(KubeClient(), namespaces=namespaces)
         threading.Thread(target=watcher.run, daemon=True, name="wake").start()
 
     def stop() -> None:

@@ -14,16 +14,16 @@ API server coming back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
+from collections.abc import Generator
+from typing import Any, Protocol
 
-from training_kube.client import ApiError, Client, resource_path
+from training_kube.client import ApiError, resource_path
 
 from training_wake.signature import (
     ANNOTATION,
@@ -39,10 +39,30 @@ log = logging.getLogger("training_wake")
 DEFAULT_RESYNC = float(os.environ.get("WAKE_RESYNC_SECONDS") or 120)
 
 
+class KubeClient(Protocol):
+    """What the watcher needs of a client (the companion's :mod:`training_companion.kube`):
+    ``request`` raises :class:`~training_kube.client.ApiError` for an HTTP error and
+    :class:`OSError` when the API server cannot be reached."""
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = ...,
+        owner: bool = ...,
+        query: dict[str, str] | None = None,
+    ) -> Any: ...
+
+    def stream(self, path: str, query: dict[str, str], timeout: float) -> Generator[bytes, None, None]:
+        """The lines of a watch whose ``timeoutSeconds`` is ``timeout``."""
+        ...
+
+
 class Watcher:
     def __init__(
         self,
-        client: Client,
+        client: KubeClient,
         debounce: float = 1.0,
         namespaces: list[str] | None = None,
         resync: float = DEFAULT_RESYNC,
@@ -76,10 +96,8 @@ class Watcher:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(max(1, int(timeout))),
         }
-        url = self.client.server + self._pods_path(namespace) + "?" + urllib.parse.urlencode(query)
-        req = urllib.request.Request(url, headers={"Accept": "application/json", **self.client.headers})
-        with urllib.request.urlopen(req, timeout=timeout + 30, context=self.client.context) as resp:
-            for line in resp:
+        with contextlib.closing(self.client.stream(self._pods_path(namespace), query, timeout)) as lines:
+            for line in lines:
                 if self.stop.is_set():
                     return
                 if line.strip():
@@ -118,9 +136,14 @@ class Watcher:
     def watch(self, namespace: str, selector: str) -> None:
         """List and watch the pods matching ``selector`` in one namespace ("" = all) until
         :attr:`stop` is set, listing again every :attr:`resync` seconds and after any error."""
+        resumed = True  # the first list, or the first after an error: worth a log line
         while not self.stop.is_set():
             try:
                 pods, rv = self._list(namespace, selector)
+                (log.info if resumed else log.debug)(
+                    "listed %d pod(s) with %s in %s", len(pods), selector, namespace or "all namespaces"
+                )
+                resumed = False
                 self._catch_up(namespace, selector, pods)
                 index = self.indexes[(namespace, selector)]
                 until = time.monotonic() + self.resync
@@ -138,14 +161,16 @@ class Watcher:
                             job = index.observe(event["type"], obj)
                             if job:
                                 self.dirty.add(job)
-            except (ApiError, OSError, ValueError, urllib.error.URLError) as err:
+            except (ApiError, OSError, ValueError) as err:
                 # 410 Gone (expired resourceVersion), dropped connections, an API server that is
                 # down: list again, which catches up on whatever happened meanwhile.
                 log.info("pod watch restarts: %s", err)
+                resumed = True
                 self.stop.wait(1)
             except Exception:
                 # Never let the safety net die quietly: log and start over from a list.
                 log.exception("pod watch failed; listing again")
+                resumed = True
                 self.stop.wait(1)
 
     def signature_of(self, job: JobKey) -> str:

@@ -73,3 +73,26 @@ def test_the_rule_can_fail(tmp_path):
     bad.write_text("def f():\n    import yaml\n    from kubernetes import client\n")
     assert imported(bad) & HEAVY == {"kubernetes"}
     assert imported(bad) - ENGINE_STDLIB == {"yaml", "kubernetes"}
+
+
+def imported_at_module_level(path: Path) -> set[str]:
+    """Top-level names of the modules ``path`` imports when it is itself imported."""
+    names = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(LIB.rglob("*.py")), ids=lambda p: str(p.relative_to(LIB)))
+def test_the_kubernetes_client_is_imported_only_when_used(path):
+    # The companion imports it when it builds its client: --no-wake and every other lib module never pay.
+    assert not imported_at_module_level(path) & {"kubernetes", "urllib3"}
+
+
+def test_the_lazy_import_rule_can_fail(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import kubernetes.client\n\ndef f():\n    import urllib3\n")
+    assert imported_at_module_level(bad) == {"kubernetes"}
