@@ -74,7 +74,9 @@ apiserver_down() {
 apiserver_up() {
   local args
   mapfile -t args <"$apiserver_args"
-  (cd "$KWOK_WORKDIR/clusters/$name" && setsid "${args[@]}" >>logs/kube-apiserver.log 2>&1 &
+  # `cd && setsid … &` would background the whole list and record a subshell's pid.
+  (cd "$KWOK_WORKDIR/clusters/$name" || exit 1
+    setsid "${args[@]}" >>logs/kube-apiserver.log 2>&1 &
     echo $! >"$apiserver_pid")
   for _ in $(seq 120); do healthy && return; sleep 0.5; done
   log "kube-apiserver did not come back"; return 1
