@@ -71,3 +71,45 @@ def install_crd(path: str, name: str) -> None:
 def job_pods(namespace: str, job: str) -> list[dict]:
     """The pods of a Kubeflow-labelled job."""
     return get("pods", "-n", namespace, "-l", f"training.kubeflow.org/job-name={job}")["items"]
+
+
+IMAGE = "docker.io/library/busybox:1.36"
+
+
+def replica(exit_code=None, run_for="1s", policy=None, *, container="tensorflow", count=None) -> dict:
+    """One replica spec of busybox pods; with ``exit_code`` the KWOK stages end each pod with it
+    after ``run_for``, without it they run until deleted."""
+    annotations = {}
+    if exit_code is not None:
+        annotations = {
+            "sim.training.ato.dev/exit-code": str(exit_code),
+            "sim.training.ato.dev/run-for": run_for,
+        }
+    spec: dict = {} if count is None else {"replicas": count}
+    spec["template"] = {
+        "metadata": {"annotations": annotations},
+        "spec": {"containers": [{"name": container, "image": IMAGE}]},
+    }
+    if policy:
+        spec["restartPolicy"] = policy
+    return spec
+
+
+def manifest(kind: str, name: str, namespace: str, spec: dict, api_version: str = "kubeflow.org/v1") -> dict:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def create_job(kind: str, name: str, namespace: str, spec: dict) -> str:
+    """Apply a training-operator v1 job; its name."""
+    kubectl("apply", "-f", "-", stdin=json.dumps(manifest(kind, name, namespace, spec)))
+    return name
+
+
+def tfjob(name: str, specs: dict, namespace: str, run_policy: dict | None = None) -> str:
+    spec = {"tfReplicaSpecs": specs, **({"runPolicy": run_policy} if run_policy else {})}
+    return create_job("TFJob", name, namespace, spec)

@@ -6,15 +6,15 @@ each run starts with the task that reads the job's objects."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
+import kube
 import pytest
-from kube import get, kubectl, namespace_fixture, wait_for
-from test_lifecycle import template, unique
+from kube import get, kubectl, namespace_fixture, replica, wait_for
+from test_lifecycle import unique
 
 pytestmark = pytest.mark.cluster
 
@@ -40,10 +40,7 @@ def runs(name: str) -> int:
 
 
 def tfjob(name, specs, run_policy=None):
-    spec = {"tfReplicaSpecs": specs, **({"runPolicy": run_policy} if run_policy else {})}
-    body = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name, "namespace": NS}}
-    kubectl("apply", "-f", "-", stdin=json.dumps({**body, "spec": spec}))
-    return name
+    return kube.tfjob(name, specs, NS, run_policy)
 
 
 def state(name):
@@ -65,7 +62,7 @@ def settled(name, quiet=3.0, timeout=30.0):
 
 
 def test_an_idle_running_job_runs_no_ansible():
-    name = tfjob(unique("idle"), {"PS": template(), "Worker": {**template(), "replicas": 2}})
+    name = tfjob(unique("idle"), {"PS": replica(), "Worker": {**replica(), "replicas": 2}})
     wait_for(lambda: state(name) == "Running", timeout=BUSY, what=f"{name} running")
     before = settled(name)
     # Longer than the 30 s safety-net poll this replaces.
@@ -74,7 +71,7 @@ def test_an_idle_running_job_runs_no_ansible():
 
 
 def test_a_finished_job_is_labelled_and_never_reconciled_again():
-    name = tfjob(unique("final"), {"Worker": template(0)})
+    name = tfjob(unique("final"), {"Worker": replica(0)})
     wait_for(lambda: state(name) == "Succeeded", timeout=BUSY, what=f"{name} succeeds")
     wait_for(
         lambda: get("tfjob", "-n", NS, name)["metadata"].get("labels", {}).get(FINISHED) == "true",
@@ -89,7 +86,7 @@ def test_a_finished_job_is_labelled_and_never_reconciled_again():
 
 
 def test_a_job_with_a_ttl_is_deleted_on_time_without_the_label():
-    name = tfjob(unique("ttl"), {"Worker": template(0)}, {"ttlSecondsAfterFinished": 2})
+    name = tfjob(unique("ttl"), {"Worker": replica(0)}, {"ttlSecondsAfterFinished": 2})
     wait_for(
         lambda: kubectl("get", "tfjob", "-n", NS, name, check=False).returncode != 0,
         timeout=BUSY,
@@ -105,7 +102,7 @@ def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
     """Nothing polls a job: while the companion is frozen its pod finishes unseen; once it is
     killed, the supervisor (hack/run.sh; the kubelet in a pod) starts it again and its first
     list wakes the job whose annotation is behind."""
-    name = tfjob(unique("companion"), {"Worker": template(0, run_for="6s", policy="Never")})
+    name = tfjob(unique("companion"), {"Worker": replica(0, run_for="6s", policy="Never")})
     wait_for(lambda: state(name) == "Running", timeout=BUSY, what=f"{name} running")
     signal_companion("STOP")
     try:

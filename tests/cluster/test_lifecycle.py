@@ -9,8 +9,9 @@ import time
 import uuid
 from datetime import datetime
 
+import kube
 import pytest
-from kube import ROOT, get, kubectl, namespace_fixture, wait_for
+from kube import ROOT, get, kubectl, namespace_fixture, replica, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -20,36 +21,8 @@ NS = "ato-lifecycle"
 namespace = namespace_fixture(NS)
 
 
-def template(exit_code=None, run_for="1s", policy=None):
-    annotations = {}
-    if exit_code is not None:
-        annotations = {
-            "sim.training.ato.dev/exit-code": str(exit_code),
-            "sim.training.ato.dev/run-for": run_for,
-        }
-    spec = {
-        "template": {
-            "metadata": {"annotations": annotations},
-            "spec": {"containers": [{"name": "tensorflow", "image": "docker.io/library/busybox:1.36"}]},
-        }
-    }
-    if policy:
-        spec["restartPolicy"] = policy
-    return spec
-
-
 def tfjob(name, replica_specs, run_policy=None):
-    spec = {"tfReplicaSpecs": replica_specs}
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    job = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": spec,
-    }
-    kubectl("apply", "-f", "-", stdin=json.dumps(job))
-    return name
+    return kube.tfjob(name, replica_specs, NS, run_policy)
 
 
 def job(name):
@@ -106,7 +79,7 @@ def ts(value):
     ],
 )
 def test_restart_matrix(policy, code, expect):
-    name = tfjob(unique(f"rm-{policy.lower()}-{code}"), {"Worker": template(code, policy=policy)})
+    name = tfjob(unique(f"rm-{policy.lower()}-{code}"), {"Worker": replica(code, policy=policy)})
     worker = f"{name}-worker-0"
     if expect in ("Succeeded", "Failed"):
         wait_for(lambda: state(name) == expect, timeout=30, what=f"{name} {expect}")
@@ -132,7 +105,7 @@ def test_restart_matrix(policy, code, expect):
 def test_backoff_limit_counts_exit_code_recreations():
     name = tfjob(
         unique("backoff"),
-        {"Worker": template(137, policy="ExitCode")},
+        {"Worker": replica(137, policy="ExitCode")},
         run_policy={"backoffLimit": 2},
     )
     wait_for(lambda: state(name) == "Failed", timeout=60, what=f"{name} fails by backoff")
@@ -142,7 +115,7 @@ def test_backoff_limit_counts_exit_code_recreations():
 
 
 def test_active_deadline_fires_on_time_with_nothing_else_happening():
-    name = tfjob(unique("deadline"), {"Worker": template()}, run_policy={"activeDeadlineSeconds": 5})
+    name = tfjob(unique("deadline"), {"Worker": replica()}, run_policy={"activeDeadlineSeconds": 5})
     wait_for(lambda: state(name) == "Failed", timeout=30, what=f"{name} fails by deadline")
     status = job(name)["status"]
     late = (ts(status["completionTime"]) - ts(status["startTime"])).total_seconds()
@@ -151,7 +124,7 @@ def test_active_deadline_fires_on_time_with_nothing_else_happening():
 
 
 def test_ttl_deletes_the_finished_job():
-    name = tfjob(unique("ttl"), {"Worker": template(0)}, run_policy={"ttlSecondsAfterFinished": 3})
+    name = tfjob(unique("ttl"), {"Worker": replica(0)}, run_policy={"ttlSecondsAfterFinished": 3})
     wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
     done = ts(job(name)["status"]["completionTime"])
     wait_for(
@@ -169,7 +142,7 @@ def test_ttl_deletes_the_finished_job():
 def test_clean_pod_policy(policy, chief_left, worker_left):
     name = tfjob(
         unique(f"clean-{policy.lower()}"),
-        {"Chief": template(0), "Worker": template()},
+        {"Chief": replica(0), "Worker": replica()},
         run_policy={"cleanPodPolicy": policy},
     )
     wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
@@ -179,7 +152,7 @@ def test_clean_pod_policy(policy, chief_left, worker_left):
 
 
 def test_suspend_and_resume():
-    name = tfjob(unique("suspend"), {"PS": template(), "Worker": template()})
+    name = tfjob(unique("suspend"), {"PS": replica(), "Worker": replica()})
     wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
     started = job(name)["status"]["startTime"]
     kubectl("patch", "tfjob", "-n", NS, name, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":true}}}')
@@ -197,7 +170,7 @@ def test_suspend_and_resume():
 
 
 def test_events_on_the_job_are_visible_in_describe():
-    name = tfjob(unique("events"), {"Worker": template(0)})
+    name = tfjob(unique("events"), {"Worker": replica(0)})
     wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
     wait_for(
         lambda: {"SuccessfulCreatePod", "SuccessfulCreateService", "TFJobSucceeded"} <= event_reasons(name),
@@ -211,7 +184,7 @@ def test_job_recovers_when_a_node_is_lost():
     """Upstream #2072: a lost node must not leave the job hanging. The node's pods are
     garbage-collected by the control plane (or force-deleted by the operator when stuck
     Terminating) and the operator creates the replicas again on the remaining nodes."""
-    name = tfjob(unique("lostnode"), {"Chief": template(), "Worker": template()})
+    name = tfjob(unique("lostnode"), {"Chief": replica(), "Worker": replica()})
     wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
     worker = f"{name}-worker-0"
     before = pod(worker)
@@ -237,7 +210,7 @@ def test_job_recovers_when_a_node_is_lost():
 
 def test_tensorboard_on_request_reads_the_jobs_log_volume():
     name = unique("tb")
-    spec = template()
+    spec = replica()
     spec["template"]["spec"]["volumes"] = [{"name": "logs", "emptyDir": {}}]
     spec["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "logs", "mountPath": "/logs"}]
     job = {
@@ -293,7 +266,7 @@ def test_tensorboard_on_request_reads_the_jobs_log_volume():
 def test_paddle_clean_pod_policy(policy, exit_code, cleaned):
     """paddle-operator's cleanPodPolicy values, applied when the job finishes either way."""
     name = unique(f"pd-{policy.lower()}-{exit_code}")
-    worker = template(exit_code, policy="Never")
+    worker = replica(exit_code, policy="Never")
     worker["template"]["spec"]["containers"][0]["name"] = "paddle"
     job = {
         "apiVersion": "batch.paddlepaddle.org/v1",
@@ -320,7 +293,7 @@ def test_paddle_clean_pod_policy(policy, exit_code, cleaned):
 
 def test_unschedulable_pod_is_surfaced_on_the_job():
     """Upstream #1131: why a job does not start is visible on the job itself."""
-    worker = template()
+    worker = replica()
     worker["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
     name = tfjob(unique("unsched"), {"Worker": worker})
     wait_for(lambda: "Unschedulable" in event_reasons(name), timeout=60, what="Unschedulable event")
@@ -332,7 +305,7 @@ def test_evicted_pod_is_recreated_and_is_not_a_failure():
     """Upstream #1570: an evicted pod is recreated whatever the restart policy (here Never) and
     neither fails the job nor counts as a restart; it counts as an eviction, which backoffLimit
     bounds so that an eviction loop ends (tests/cluster/test_real_cluster.py)."""
-    name = tfjob(unique("evict"), {"Worker": template(policy="Never")}, {"backoffLimit": 3})
+    name = tfjob(unique("evict"), {"Worker": replica(policy="Never")}, {"backoffLimit": 3})
     wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
     worker = f"{name}-worker-0"
     before = pod(worker)
@@ -354,7 +327,7 @@ def test_evicted_pod_is_recreated_and_is_not_a_failure():
 def test_a_finished_pod_wakes_its_job_without_waiting_for_the_poll():
     """Nothing polls an active job: a pod that finishes wakes its job at once through the
     companion's pod-signature annotation."""
-    name = tfjob(unique("wake"), {"Worker": template(0, run_for="3s", policy="Never")})
+    name = tfjob(unique("wake"), {"Worker": replica(0, run_for="3s", policy="Never")})
     worker = f"{name}-worker-0"
     wait_for(
         lambda: (pod(worker) or {}).get("status", {}).get("phase") == "Succeeded", timeout=30, what="pod done"
@@ -379,7 +352,7 @@ def test_pod_stuck_terminating_is_force_deleted_only_when_its_node_is_lost():
     its replica from coming back. On a Ready node it is left to its kubelet however long it
     takes (a force delete would run the replacement beside it); once its node is gone the
     operator force-deletes it and creates the replica again."""
-    worker = template()
+    worker = replica()
     worker["template"]["metadata"]["annotations"]["sim.training.ato.dev/stuck-terminating"] = "true"
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 1
     name = tfjob(unique("stuck"), {"Worker": worker})

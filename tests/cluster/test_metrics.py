@@ -14,8 +14,7 @@ import urllib.request
 import uuid
 
 import pytest
-from kube import kubectl, namespace_fixture, wait_for
-from test_lifecycle import template
+from kube import kubectl, namespace_fixture, replica, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -52,19 +51,19 @@ def state(kind: str, name: str) -> str:
 
 
 def test_tfjob_counters_count_each_outcome_once():
-    submit("TFJob", "ok", {"tfReplicaSpecs": {"Worker": template(0)}})
-    submit("TFJob", "fails", {"tfReplicaSpecs": {"Worker": template(1, policy="Never")}})
+    submit("TFJob", "ok", {"tfReplicaSpecs": {"Worker": replica(0)}})
+    submit("TFJob", "fails", {"tfReplicaSpecs": {"Worker": replica(1, policy="Never")}})
     # Exit 130 is retryable under ExitCode: one recreation, then the second reaches backoffLimit 2
     # and fails the job instead of restarting it.
     submit(
         "TFJob",
         "restarts",
-        {"runPolicy": {"backoffLimit": 2}, "tfReplicaSpecs": {"Worker": template(130, policy="ExitCode")}},
+        {"runPolicy": {"backoffLimit": 2}, "tfReplicaSpecs": {"Worker": replica(130, policy="ExitCode")}},
     )
     submit(
         "TFJob",
         "expires",
-        {"runPolicy": {"ttlSecondsAfterFinished": 1}, "tfReplicaSpecs": {"Worker": template(0)}},
+        {"runPolicy": {"ttlSecondsAfterFinished": 1}, "tfReplicaSpecs": {"Worker": replica(0)}},
     )
     for name, final in (("ok", "Succeeded"), ("fails", "Failed"), ("restarts", "Failed")):
         wait_for(lambda n=name, f=final: state("TFJob", n) == f, timeout=60, what=f"{name} {final}")
@@ -79,7 +78,7 @@ def test_tfjob_counters_count_each_outcome_once():
 
 
 def test_counters_are_labelled_per_kind():
-    worker = template(0, policy="Never")
+    worker = replica(0, policy="Never")
     worker["template"]["spec"]["containers"][0]["name"] = "paddle"
     submit("PaddleJob", "pd", {"worker": {**worker, "replicas": 1}})
     wait_for(lambda: state("PaddleJob", "pd") == "Succeeded", timeout=60, what="pd Succeeded")

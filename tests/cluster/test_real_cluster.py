@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import time
 
+import kube
 import pytest
-from kube import get, job_pods, kubectl, namespace_fixture, wait_for
-from test_lifecycle import template, unique
+from kube import get, job_pods, kubectl, namespace_fixture, replica, wait_for
+from test_lifecycle import unique
 
 pytestmark = pytest.mark.cluster
 
@@ -25,16 +26,7 @@ quota_namespace = namespace_fixture(QUOTA_NS)
 
 
 def tfjob(name, specs, run_policy=None, namespace=NS):
-    spec = {"tfReplicaSpecs": specs}
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    body = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": namespace},
-    }
-    kubectl("apply", "-f", "-", stdin=json.dumps({**body, "spec": spec}))
-    return name
+    return kube.tfjob(name, specs, namespace, run_policy)
 
 
 def job(name):
@@ -76,7 +68,7 @@ def uid(name):
 @pytest.mark.parametrize("policy", ["Never", "ExitCode", "OnFailure"])
 def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(policy):
     """Kubelets >= 1.27 turn a deleted pod Failed (143) before it goes: not a failure."""
-    worker = with_annotations(template(policy=policy), **{GRACEFUL: "true"})
+    worker = with_annotations(replica(policy=policy), **{GRACEFUL: "true"})
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 3
     name = tfjob(unique(f"deleted-{policy.lower()}"), {"Worker": {**worker, "replicas": 2}})
     wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
@@ -99,7 +91,7 @@ def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(policy):
 
 
 def test_2_1_scale_down_never_fails_the_job():
-    worker = with_annotations(template(policy="Never"), **{GRACEFUL: "true"})
+    worker = with_annotations(replica(policy="Never"), **{GRACEFUL: "true"})
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 2
     name = tfjob(unique("scaledown"), {"Worker": {**worker, "replicas": 3}})
     wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
@@ -142,7 +134,7 @@ def test_2_2_a_quota_delays_the_job_and_the_job_starts_when_it_is_freed():
         return [c["type"] for c in conditions if c["status"] == "True"]
 
     try:
-        name = tfjob(unique("quota"), {"Worker": {**template(), "replicas": 3}}, namespace=QUOTA_NS)
+        name = tfjob(unique("quota"), {"Worker": {**replica(), "replicas": 3}}, namespace=QUOTA_NS)
         refused = wait_for(
             lambda: events(name, "FailedCreatePod", QUOTA_NS), timeout=30, what="a FailedCreatePod warning"
         )
@@ -160,7 +152,7 @@ def test_2_2_a_quota_delays_the_job_and_the_job_starts_when_it_is_freed():
 
 
 def test_2_2_an_object_the_api_can_never_accept_fails_the_job():
-    worker = template()
+    worker = replica()
     # A container name must be a DNS-1123 label; only the API server's pod validation says so.
     worker["template"]["spec"]["containers"].append(
         {"name": "Side_Car", "image": "docker.io/library/busybox:1.36"}
@@ -175,7 +167,7 @@ def test_2_2_an_object_the_api_can_never_accept_fails_the_job():
 
 def test_2_3_a_job_managed_by_kueue_is_left_alone():
     name = tfjob(
-        unique("kueue"), {"Worker": template()}, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}
+        unique("kueue"), {"Worker": replica()}, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}
     )
     time.sleep(6)
     assert not job_pods(NS, name)
@@ -186,7 +178,7 @@ def test_2_3_a_job_managed_by_kueue_is_left_alone():
 def test_2_4_past_backoff_limit(limit, workers):
     """job_test.go: "4 workers each having 1 restartCount, backoffLimit 4 -> Failed"; limit 0
     fails on the first restart."""
-    worker = template(1, run_for="3s", policy="OnFailure")
+    worker = replica(1, run_for="3s", policy="OnFailure")
     name = tfjob(
         unique(f"backoff{limit}"), {"Worker": {**worker, "replicas": workers}}, {"backoffLimit": limit}
     )
@@ -195,8 +187,8 @@ def test_2_4_past_backoff_limit(limit, workers):
 
 
 def test_2_5_an_eviction_loop_ends():
-    worker = with_annotations(template(policy="Never"), **{EVICT_AFTER: "1s"})
-    name = tfjob(unique("evictloop"), {"Chief": template(), "Worker": worker}, {"backoffLimit": 2})
+    worker = with_annotations(replica(policy="Never"), **{EVICT_AFTER: "1s"})
+    name = tfjob(unique("evictloop"), {"Chief": replica(), "Worker": worker}, {"backoffLimit": 2})
     wait_for(
         lambda: state(name) == "Failed", timeout=90, interval=1, what=f"{name} fails after its evictions"
     )
@@ -207,7 +199,7 @@ def test_2_5_an_eviction_loop_ends():
 
 def test_2_6_the_deadline_does_not_tick_while_suspended():
     name = tfjob(
-        unique("susp-deadline"), {"Worker": template()}, {"activeDeadlineSeconds": 6, "suspend": True}
+        unique("susp-deadline"), {"Worker": replica()}, {"activeDeadlineSeconds": 6, "suspend": True}
     )
     wait_for(lambda: state(name) == "Suspended", timeout=30, what=f"{name} suspended")
     time.sleep(8)
@@ -220,7 +212,7 @@ def test_2_6_the_deadline_does_not_tick_while_suspended():
 
 
 def test_2_7_a_finished_job_keeps_its_counts_after_its_pods_are_cleaned():
-    name = tfjob(unique("keep"), {"Chief": template(0), "Worker": template()}, {"cleanPodPolicy": "All"})
+    name = tfjob(unique("keep"), {"Chief": replica(0), "Worker": replica()}, {"cleanPodPolicy": "All"})
     wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
     wait_for(lambda: not job_pods(NS, name), timeout=30, what="pods cleaned")
     before = status(name)
@@ -232,10 +224,10 @@ def test_2_7_a_finished_job_keeps_its_counts_after_its_pods_are_cleaned():
 
 
 def test_2_8_a_job_with_more_pod_problems_than_the_status_holds_still_finishes():
-    unschedulable = template()
+    unschedulable = replica()
     unschedulable["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
     name = tfjob(
-        unique("huge"), {"Chief": template(0, run_for="15s"), "Worker": {**unschedulable, "replicas": 110}}
+        unique("huge"), {"Chief": replica(0, run_for="15s"), "Worker": {**unschedulable, "replicas": 110}}
     )
     wait_for(lambda: state(name) == "Succeeded", timeout=120, interval=2, what=f"{name} succeeds")
     assert len(status(name).get("reportedPodProblems") or []) <= 100
@@ -243,19 +235,19 @@ def test_2_8_a_job_with_more_pod_problems_than_the_status_holds_still_finishes()
 
 
 def test_2_9_restarts_are_counted_exactly_once_per_pod():
-    name = tfjob(unique("once"), {"Worker": template(137, policy="ExitCode")}, {"backoffLimit": 3})
+    name = tfjob(unique("once"), {"Worker": replica(137, policy="ExitCode")}, {"backoffLimit": 3})
     wait_for(lambda: state(name) == "Failed", timeout=60, what=f"{name} fails by backoff")
     assert status(name)["restartCount"] == 3
 
 
 def test_2_11_a_chief_with_zero_replicas_leaves_the_decision_to_worker_0():
-    chief = {**template(), "replicas": 0}
-    name = tfjob(unique("nochief"), {"Chief": chief, "Worker": {**template(0), "replicas": 2}})
+    chief = {**replica(), "replicas": 0}
+    name = tfjob(unique("nochief"), {"Chief": chief, "Worker": {**replica(0), "replicas": 2}})
     wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds by worker 0")
 
 
 def test_2_12_odd_input_fails_the_job_with_the_reason():
-    worker = template()
+    worker = replica()
     worker["template"]["spec"]["containers"][0]["ports"] = [{"name": "tfjob-port", "containerPort": "http"}]
     name = tfjob(unique("oddport"), {"Worker": worker})
     wait_for(lambda: condition(name, "Failed"), timeout=30, what=f"{name} Failed")
@@ -264,7 +256,7 @@ def test_2_12_odd_input_fails_the_job_with_the_reason():
 
 
 def test_2_13_the_operators_tf_config_wins_over_the_templates():
-    worker = template()
+    worker = replica()
     worker["template"]["spec"]["containers"][0]["env"] = [{"name": "TF_CONFIG", "value": "{}"}]
     name = tfjob(unique("envwins"), {"Worker": {**worker, "replicas": 2}})
     created = wait_for(lambda: pod(f"{name}-worker-0"), what="the pod")
@@ -274,7 +266,7 @@ def test_2_13_the_operators_tf_config_wins_over_the_templates():
 
 
 def caffe2job(name, namespace, replicas=2, backend=None):
-    worker = template(0, run_for="2s")
+    worker = replica(0, run_for="2s")
     worker["template"]["spec"]["containers"][0]["name"] = "caffe2"
     body = {
         "apiVersion": "kubeflow.org/v1alpha1",
@@ -342,7 +334,7 @@ def test_2_14_paddle_unset_clean_pod_policy_and_services_in_podip_mode(exit_code
     """paddle-operator v0.3.5: a per-pod Service in every intranet mode; with cleanPodPolicy unset
     the pods and Services go when the job completes and stay when it fails."""
     name = unique(f"pd-unset-{exit_code}")
-    worker = template(exit_code, run_for="4s", policy="Never")
+    worker = replica(exit_code, run_for="4s", policy="Never")
     worker["template"]["spec"]["containers"][0]["name"] = "paddle"
     body = {
         "apiVersion": "batch.paddlepaddle.org/v1",

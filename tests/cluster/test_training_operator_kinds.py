@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 
+import kube
 import pytest
-from kube import get, kubectl, namespace_fixture, wait_for
+from kube import create_job, get, kubectl, namespace_fixture, replica, wait_for
 
 pytestmark = pytest.mark.cluster
 
 NS = "ato-kinds"
 namespace = namespace_fixture(NS)
-IMAGE = "docker.io/library/busybox:1.36"
 JOB_TIMEOUT = 90
 CPU_METRIC = {
     "type": "Resource",
@@ -23,36 +23,15 @@ CPU_METRIC = {
 
 
 def replicas(container, count=1, exit_code=None, run_for="2s", policy=None):
-    annotations = {}
-    if exit_code is not None:
-        annotations = {
-            "sim.training.ato.dev/exit-code": str(exit_code),
-            "sim.training.ato.dev/run-for": run_for,
-        }
-    spec = {
-        "replicas": count,
-        "template": {
-            "metadata": {"annotations": annotations},
-            "spec": {"containers": [{"name": container, "image": IMAGE}]},
-        },
-    }
-    if policy:
-        spec["restartPolicy"] = policy
-    return spec
+    return replica(exit_code, run_for, policy, container=container, count=count)
 
 
 def manifest(kind, name, spec):
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": NS},
-        "spec": spec,
-    }
+    return kube.manifest(kind, name, NS, spec)
 
 
 def create(kind, name, spec):
-    kubectl("apply", "-f", "-", stdin=json.dumps(manifest(kind, name, spec)))
-    return name
+    return create_job(kind, name, NS, spec)
 
 
 def conditions(kind, name):
