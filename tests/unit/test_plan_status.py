@@ -106,7 +106,7 @@ def created(job):
         if not result["create"]:
             break
         for obj in result["create"]:
-            observed[obj["kind"].lower() + "s"].append(obj)
+            observed.setdefault(obj["kind"].lower() + "s", []).append(obj)
     return job, observed
 
 

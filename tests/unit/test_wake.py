@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from training_jobs.registry import PROFILES
 from training_wake.signature import ANNOTATION, PodIndex, job_of, pod_state, signature, stale_jobs
 
 OWNER = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "controller": True, "uid": "u"}
@@ -132,8 +133,16 @@ def test_annotation_is_skipped_when_a_job_is_copied_to_its_pod_group():
     assert ANNOTATION in SKIPPED_ANNOTATIONS
 
 
-@pytest.mark.parametrize("kind", ["TFJob", "MXJob", "PaddleJob", "Caffe2Job"])
-def test_every_kind_has_its_pods_watched(kind):
+def _kubeflow_job(kind, field, container, types):
+    from test_plan_status import cr, rspec
+
+    return cr("kubeflow.org/v1", kind, {field: {t: rspec(container, n) for t, n in types}})
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"), sorted({(p.api_version, p.kind) for p in PROFILES.values()})
+)
+def test_every_kind_has_its_pods_watched(api_version, kind):
     """The watcher selects pods by each profile's wake_label: every pod a profile creates must
     carry it, or that kind's jobs would only move at the safety-net poll."""
     from test_plan_status import caffe2job, created, mxjob, paddlejob, tfjob
@@ -141,11 +150,24 @@ def test_every_kind_has_its_pods_watched(kind):
     from training_wake.signature import JOB_KINDS, POD_SELECTORS
 
     job = {
-        "TFJob": lambda: tfjob([("Worker", 2)]),
-        "MXJob": lambda: mxjob([("Scheduler", 1), ("Server", 1), ("Worker", 1)]),
-        "PaddleJob": lambda: paddlejob([("worker", 2)]),
-        "Caffe2Job": lambda: caffe2job(2),
-    }[kind]()
+        ("kubeflow.org/v1", "TFJob"): lambda: tfjob([("Worker", 2)]),
+        ("kubeflow.org/v1", "MXJob"): lambda: mxjob([("Scheduler", 1), ("Server", 1), ("Worker", 1)]),
+        ("batch.paddlepaddle.org/v1", "PaddleJob"): lambda: paddlejob([("worker", 2)]),
+        ("kubeflow.org/v1alpha1", "Caffe2Job"): lambda: caffe2job(2),
+        ("kubeflow.org/v1", "PyTorchJob"): lambda: _kubeflow_job(
+            kind, "pytorchReplicaSpecs", "pytorch", [("Master", 1), ("Worker", 2)]
+        ),
+        ("kubeflow.org/v1", "XGBoostJob"): lambda: _kubeflow_job(
+            kind, "xgbReplicaSpecs", "xgboost", [("Master", 1), ("Worker", 2)]
+        ),
+        ("kubeflow.org/v1", "JAXJob"): lambda: _kubeflow_job(kind, "jaxReplicaSpecs", "jax", [("Worker", 2)]),
+        ("kubeflow.org/v1", "PaddleJob"): lambda: _kubeflow_job(
+            kind, "paddleReplicaSpecs", "paddle", [("Master", 1), ("Worker", 2)]
+        ),
+        ("kubeflow.org/v1", "MPIJob"): lambda: _kubeflow_job(
+            kind, "mpiReplicaSpecs", "mpi", [("Launcher", 1), ("Worker", 2)]
+        ),
+    }[(api_version, kind)]()
     _, observed = created(job)
     profile = profile_of(job)
     assert observed["pods"], kind
