@@ -38,6 +38,13 @@ if [ "$profile" != scale ] && [ "$profile" != outage ] && { [ -z "$targets" ] ||
   "$root/hack/build-go-tools.sh" training-operator
 fi
 
+# The plotting stack is the benchmark's own (requirements-bench.txt), installed on first use.
+stamp="$root/.venv/.bench-installed"
+if [ ! -e "$stamp" ] || [ "$root/requirements-bench.txt" -nt "$stamp" ]; then
+  "$root/.venv/bin/pip" install --quiet -r "$root/requirements-bench.txt" -c "$root/requirements.txt"
+  touch "$stamp"
+fi
+
 export ATO_CLUSTER=ato-bench
 unset KUBECONFIG
 if ! $keep; then trap '"$root/hack/cluster.sh" down' EXIT; fi
