@@ -26,3 +26,33 @@ install_apis() {
     kubectl apply --server-side --force-conflicts -k "$root/config/admission" >&2
   fi
 }
+
+# operator_identity NAMESPACE KUBECONFIG_OUT: a kubeconfig for the operator's own identity on
+# the cluster in KUBECONFIG: ServiceAccount "operator" in NAMESPACE, bound cluster-wide to
+# exactly the rules of config/rbac/role.yaml (the deployment's ClusterRole, under a name of its
+# own so make deploy/undeploy never touch it), with a token from the TokenRequest API. The e2e
+# operator runs as it (OPERATOR_KUBECONFIG), so a missing rule fails a test, not a user's
+# install. The binding is cluster-wide in every WATCH_NAMESPACE mode, as the deployment's and
+# OLM's (the CSV's clusterPermissions) are.
+operator_identity() {
+  local ns=$1 out=$2 role="$1-manager-role" server
+  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  kubectl -n "$ns" create serviceaccount operator --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  sed "s/^  name: manager-role$/  name: $role/" "$root/config/rbac/role.yaml" | kubectl apply -f - >/dev/null
+  kubectl create clusterrolebinding "$role" --clusterrole="$role" --serviceaccount="$ns:operator" \
+    --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' \
+    | base64 -d >"$out.ca" 2>/dev/null || true
+  [ -s "$out.ca" ] || cp "$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" "$out.ca"
+  rm -f "$out"
+  kubectl config --kubeconfig="$out" set-cluster operator --server="$server" \
+    --certificate-authority="$out.ca" --embed-certs >/dev/null
+  kubectl config --kubeconfig="$out" set-credentials operator \
+    --token="$(kubectl -n "$ns" create token operator --duration=6h)" >/dev/null
+  kubectl config --kubeconfig="$out" set-context operator --cluster=operator --user=operator \
+    --namespace="$ns" >/dev/null
+  kubectl config --kubeconfig="$out" use-context operator >/dev/null
+  rm -f "$out.ca"
+}
+

@@ -8,6 +8,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/hack/lib.sh"
 use_cluster
 install_apis
+# The APIs are installed with the caller's identity; the operator and its companion may run as
+# another one (hack/test.sh: the operator's own ServiceAccount, see operator_identity).
+if [ -n "${OPERATOR_KUBECONFIG:-}" ]; then
+  export KUBECONFIG=$OPERATOR_KUBECONFIG
+fi
 
 export ANSIBLE_CONFIG="$root/ansible.cfg"
 export ANSIBLE_ROLES_PATH="$root/roles" ANSIBLE_LIBRARY="$root/library" \

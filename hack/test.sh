@@ -71,6 +71,10 @@ stop_operator() {
 e2e() {
   use_cluster
   install_apis
+  # The operator authenticates as its own ServiceAccount with the deployment's rules only.
+  log "the operator's identity: ServiceAccount ato-e2e-operator/operator, config/rbac/role.yaml"
+  operator_identity ato-e2e-operator "$artifacts/operator.kubeconfig"
+  export OPERATOR_KUBECONFIG="$artifacts/operator.kubeconfig"
   start_operator
   trap 'stop_operator' EXIT
   export OPERATOR_LOG="$artifacts/operator.log"
@@ -103,6 +107,15 @@ e2e() {
     log "scheduler-plugins tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang-plugins.log"; return 1
   }
   stop_operator
+  # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run.
+  log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched"
+  kubectl create namespace ato-watched --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  WATCH_NAMESPACE=ato-e2e-operator,ato-watched start_operator "$artifacts/operator-namespaces.log"
+  pytest -q -m watch_namespace tests/namespaces -p no:cacheprovider || {
+    log "WATCH_NAMESPACE tests failed; operator log tail:"; tail -80 "$artifacts/operator-namespaces.log"; return 1
+  }
+  stop_operator
+  kubectl delete namespace ato-watched --wait=false >/dev/null
   trap - EXIT
   # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop.
   if pgrep -f "$root/watches.yaml" >/dev/null; then
