@@ -113,3 +113,18 @@ def create_job(kind: str, name: str, namespace: str, spec: dict) -> str:
 def tfjob(name: str, specs: dict, namespace: str, run_policy: dict | None = None) -> str:
     spec = {"tfReplicaSpecs": specs, **({"runPolicy": run_policy} if run_policy else {})}
     return create_job("TFJob", name, namespace, spec)
+
+
+FINISHED = "training.ato.dev/finished"
+
+
+def reconcile_finished(resource: str, namespace: str, name: str, timeout: float = 60) -> None:
+    """The operator's watches ignore a job labelled finished, so a change to it reaches no pass:
+    take the label off, which makes the operator reconcile it once more, and wait until that
+    pass has labelled it again. Tests that claim "a finished job stays as it is" need this."""
+    kubectl("label", resource, "-n", namespace, name, f"{FINISHED}-")
+    wait_for(
+        lambda: FINISHED in (get(resource, "-n", namespace, name)["metadata"].get("labels") or {}),
+        timeout=timeout,
+        what=f"{name} reconciled again and labelled finished",
+    )

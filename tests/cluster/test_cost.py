@@ -65,6 +65,7 @@ def test_an_idle_running_job_runs_no_ansible():
     name = tfjob(unique("idle"), {"PS": replica(), "Worker": {**replica(), "replicas": 2}})
     wait_for(lambda: state(name) == "Running", timeout=BUSY, what=f"{name} running")
     before = settled(name)
+    assert before > 0, "the operator log counts this job's Ansible runs (else nothing below can fail)"
     # Longer than the 30 s safety-net poll this replaces.
     time.sleep(35)
     assert runs(name) == before, "an idle job's pods changed nothing: no Ansible run"
@@ -79,6 +80,7 @@ def test_a_finished_job_is_labelled_and_never_reconciled_again():
         what="the finished label",
     )
     before = settled(name)
+    assert before > 0, "the operator log counts this job's Ansible runs (else nothing below can fail)"
     # An annotation change reconciles any other job (watchAnnotationsChanges).
     kubectl("annotate", "tfjob", "-n", NS, name, "touched=yes")
     time.sleep(5)

@@ -247,6 +247,7 @@ def test_eviction_fails_the_pod_and_keeps_it():
     assert (target["status"], target["reason"]) == ("True", "TerminationByKubelet")
     assert target["message"] == status["message"]
     assert conditions["Ready"]["status"] == "False"
+    assert {s["name"] for s in status["containerStatuses"]} == {"main", "side"}
     for container in status["containerStatuses"]:
         assert terminated(container)["exitCode"] == 137
         assert "running" not in container["state"]
@@ -261,6 +262,7 @@ def test_oom_kill_with_restart_policy_never_fails_the_pod():
     wait_for(lambda: phase(name) == "Failed", timeout=20, what=f"{name} OOM-killed")
     status = pod(name)["status"]
     assert "reason" not in status, "an OOM kill is no eviction"
+    assert {s["name"] for s in status["containerStatuses"]} == {"main", "side"}
     for container in status["containerStatuses"]:
         assert terminated(container)["exitCode"] == 137
         assert terminated(container)["reason"] == "OOMKilled"
@@ -278,6 +280,7 @@ def test_oom_kill_with_restart_policy_on_failure_restarts_in_place():
         what=f"{name} restarted after OOM",
     )
     assert restarted["status"]["phase"] == "Running"
+    assert {s["name"] for s in restarted["status"]["containerStatuses"]} == {"main", "side"}
     for container in restarted["status"]["containerStatuses"]:
         last = container["lastState"]["terminated"]
         assert (last["exitCode"], last["reason"]) == (137, "OOMKilled")

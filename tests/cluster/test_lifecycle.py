@@ -82,9 +82,10 @@ def test_restart_matrix(policy, code, expect):
     name = tfjob(unique(f"rm-{policy.lower()}-{code}"), {"Worker": replica(code, policy=policy)})
     worker = f"{name}-worker-0"
     if expect in ("Succeeded", "Failed"):
+        first = wait_for(lambda: (pod(worker) or {}).get("metadata", {}).get("uid"), timeout=30, what=worker)
         wait_for(lambda: state(name) == expect, timeout=30, what=f"{name} {expect}")
         assert restarts(worker) == 0
-        assert pod(worker)["metadata"]["uid"]  # not recreated: the finished pod is still there
+        assert pod(worker)["metadata"]["uid"] == first  # not recreated: the finished pod is still there
         assert not condition(name, "Restarting")
     elif expect == "restarted":
         # The kubelet restarts the container in place; the pod and the job keep running.

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from kube import kubectl, namespace_fixture
+from kube import kubectl, namespace_fixture, reconcile_finished
 
 pytestmark = pytest.mark.cluster
 
@@ -603,6 +603,7 @@ class TestTensorflowStatusTest:
         status = job.wait_finished()
         assert current(status) == "Succeeded", brief(status)
         reached_job(job, "Failed=4")  # the workers fail afterwards
+        reconcile_finished(job.resource, NS, job.name)  # a pass that sees them
         status = job.status()
         assert current(status) == "Succeeded", brief(status)
         assert find(status, "Failed") is None, brief(status)
@@ -1540,7 +1541,9 @@ class TestPodTest:
         and apiVersion kubeflow.org/v1. Black-box: on every pod and service of a job."""
         job = pod_tests[SPARSE]
         uid = job.get()["metadata"]["uid"]
-        for obj in [*job.pods().values(), *job.services().values()]:
+        pods, services = job.pods(), job.services()
+        assert pods and len(services) == len(pods), (sorted(pods), sorted(services))
+        for obj in [*pods.values(), *services.values()]:
             assert owned_by(obj, job, uid), obj["metadata"]
 
     def test_gen_labels(self, pod_tests):
@@ -1548,7 +1551,9 @@ class TestPodTest:
         "test-key": a "/" cannot be in a job name here, the API server refuses it) and the
         operator-name label is the controller's name, tfjob-controller."""
         job = pod_tests[SPARSE]
-        for pod in job.pods().values():
+        pods = job.pods()
+        assert pods
+        for pod in pods.values():
             labels = pod["metadata"]["labels"]
             assert labels["training.kubeflow.org/job-name"] == job.name
             assert labels["training.kubeflow.org/operator-name"] == "tfjob-controller"
@@ -1607,6 +1612,7 @@ class TestPodTest:
             assert current(status) == expected, brief(status)
         if "worker-1" in fates:
             reached_job(job, "Failed=1")
+            reconcile_finished(job.resource, NS, job.name)
             status = job.status()
             assert current(status) == "Succeeded" and find(status, "Failed") is None, brief(status)
         job.delete()
@@ -1819,7 +1825,9 @@ class TestControllerTest:
         if row.start_time:
             assert status.get("startTime")
         uid = job.get()["metadata"]["uid"]
-        for obj in [*job.pods().values(), *job.services().values()]:
+        pods, services = job.pods(), job.services()
+        assert pods and len(services) == len(pods), (sorted(pods), sorted(services))
+        for obj in [*pods.values(), *services.values()]:
             assert owned_by(obj, job, uid), obj["metadata"]
         job.delete()
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from training_companion.kube import KubeClient
 from training_kube.client import ApiError, unavailable
-from training_wake.signature import ANNOTATION
+from training_wake.signature import ANNOTATION, pod_state, signature
 from training_wake.watcher import Watcher
 
 SELECTOR = "training.kubeflow.org/operator-name"
@@ -378,7 +378,8 @@ def test_the_watcher_wakes_a_job_through_the_client(api, tmp_path):
     assert patch["headers"]["content-type"] == "application/merge-patch+json"
     assert patch["body"] == {
         "metadata": {
-            "annotations": {ANNOTATION: watcher.signature_of(("kubeflow.org/v1", "TFJob", "team", "mnist"))}
+            # Computed from the pod by the signature module, not read back from the watcher.
+            "annotations": {ANNOTATION: signature({"mnist-worker-0": pod_state(POD)})}
         }
     }
     assert set(api.tokens()) == {"Bearer tok-1"}

@@ -275,5 +275,9 @@ def test_apply_is_idempotent_and_pure(containers, config):
     # Every configured resource a container asks for ends up mounted at its paths.
     for c in once["containers"]:
         paths = {m["mountPath"] for m in c.get("volumeMounts", [])}
-        for name in acc.requested(c, config):
+        limits, requests = (
+            (c.get("resources") or {}).get("limits") or {},
+            (c.get("resources") or {}).get("requests") or {},
+        )
+        for name in (set(limits) | set(requests)) & set(config):
             assert {v["mountPath"] for v in config[name]["volumes"]} <= paths

@@ -78,6 +78,7 @@ def cr(api_version, kind, spec, name="job"):
 
 def with_phases(pods, phases):
     """Set phase/exit code of the named pods; other pods stay Running."""
+    assert set(phases) <= {p["metadata"]["name"] for p in pods}, f"no such pods: {sorted(phases)}"
     out = []
     for p in pods:
         p = copy.deepcopy(p)
