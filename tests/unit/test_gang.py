@@ -21,9 +21,9 @@ import copy
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from training_jobs import gang
-from training_jobs.gang import Quantity, add_quantities, format_quantity, parse_quantity
+from training_jobs import gang, quantity
 from training_jobs.model import InvalidJob
+from training_jobs.quantity import NANO, Quantity, add_quantities, format_quantity, parse_quantity
 from training_jobs.registry import profile_for
 
 VOLCANO = {"gang_scheduler": "volcano"}
@@ -97,34 +97,34 @@ def paddlejob(top_policy=None, run_policy=None, workers=2):
     ("text", "canonical", "fmt"),
     [
         # TestQuantityParseEmit
-        ("1024Mi", "1Gi", gang.BINARY_SI),
-        ("1000M", "1G", gang.DECIMAL_SI),
-        (".001Ki", "1024m", gang.BINARY_SI),
+        ("1024Mi", "1Gi", quantity.BINARY_SI),
+        ("1000M", "1G", quantity.DECIMAL_SI),
+        (".001Ki", "1024m", quantity.BINARY_SI),
         # TestQuantityParseEmit "rounds up, changes format": below 1, a binary amount is decimal.
-        (".000000000001Ki", "2n", gang.DECIMAL_SI),
+        (".000000000001Ki", "2n", quantity.DECIMAL_SI),
         # TestQuantityParse "things that saturate/round": beyond nano rounds up (away from zero).
-        ("3.001n", "4n", gang.DECIMAL_SI),
-        ("0.00000012345", "124n", gang.DECIMAL_SI),
-        ("-0.00000012345", "-124n", gang.DECIMAL_SI),
+        ("3.001n", "4n", quantity.DECIMAL_SI),
+        ("0.00000012345", "124n", quantity.DECIMAL_SI),
+        ("-0.00000012345", "-124n", quantity.DECIMAL_SI),
         # TestQuantityString: trailing zeros move into the largest SI suffix.
-        ("1.08", "1080m", gang.DECIMAL_SI),
-        ("1000", "1k", gang.DECIMAL_SI),
-        ("1500000", "1500k", gang.DECIMAL_SI),
-        ("0.5Gi", "512Mi", gang.BINARY_SI),
-        ("1025Ki", "1025Ki", gang.BINARY_SI),
+        ("1.08", "1080m", quantity.DECIMAL_SI),
+        ("1000", "1k", quantity.DECIMAL_SI),
+        ("1500000", "1500k", quantity.DECIMAL_SI),
+        ("0.5Gi", "512Mi", quantity.BINARY_SI),
+        ("1025Ki", "1025Ki", quantity.BINARY_SI),
         # TestQuantityString: DecimalExponent keeps exponent notation, multiples of 3.
-        ("1e3", "1e3", gang.DECIMAL_EXPONENT),
-        ("0.08e0", "80e-3", gang.DECIMAL_EXPONENT),
-        ("1.2e3", "1200", gang.DECIMAL_EXPONENT),
+        ("1e3", "1e3", quantity.DECIMAL_EXPONENT),
+        ("0.08e0", "80e-3", quantity.DECIMAL_EXPONENT),
+        ("1.2e3", "1200", quantity.DECIMAL_EXPONENT),
         # TestQuantityString (Kubernetes >= 1.34): no SI suffix past E, exponent notation instead.
-        ("1000E", "1e21", gang.DECIMAL_SI),
+        ("1000E", "1e21", quantity.DECIMAL_SI),
         # TestQuantityParse: zero prints as 0 whatever its suffix; "1." is a number.
-        ("0Gi", "0", gang.BINARY_SI),
-        ("1.", "1", gang.DECIMAL_SI),
-        ("+1.5Gi", "1536Mi", gang.BINARY_SI),
+        ("0Gi", "0", quantity.BINARY_SI),
+        ("1.", "1", quantity.DECIMAL_SI),
+        ("+1.5Gi", "1536Mi", quantity.BINARY_SI),
         # YAML numbers: cpu: 2, cpu: 0.5
-        (2, "2", gang.DECIMAL_SI),
-        (0.5, "500m", gang.DECIMAL_SI),
+        (2, "2", quantity.DECIMAL_SI),
+        (0.5, "500m", quantity.DECIMAL_SI),
     ],
 )
 def test_quantity_canonical_form(text, canonical, fmt):
@@ -167,11 +167,11 @@ def test_quantity_invalid(text):
         parse_quantity(text)
 
 
-FORMATS = st.sampled_from([gang.DECIMAL_SI, gang.BINARY_SI, gang.DECIMAL_EXPONENT])
+FORMATS = st.sampled_from([quantity.DECIMAL_SI, quantity.BINARY_SI, quantity.DECIMAL_EXPONENT])
 NANOS = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30),
     # binary-looking amounts: k * 1024^p bytes
-    st.builds(lambda k, p: k * 1024**p * gang.NANO, st.integers(-5000, 5000), st.integers(0, 7)),
+    st.builds(lambda k, p: k * 1024**p * NANO, st.integers(-5000, 5000), st.integers(0, 7)),
 )
 
 
