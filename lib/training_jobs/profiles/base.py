@@ -72,14 +72,15 @@ class Profile:
     # (training-operator's PaddleJob) set their own.
     @property
     def name(self) -> str:
+        """The profile's key in the registry; names its role, admission policy and user guide."""
         return self.kind.lower()
 
     # Replica types in the order upstream evaluates them; also the order of pods in plans.
     replica_types: tuple[str, ...] = ()
 
-    # Whether every replica template must have a container named ``default_container``.
     @property
     def requires_default_container(self) -> bool:
+        """Whether every replica template must have a container named ``default_container``."""
         return bool(self.replica_specs_field)
 
     # --- parsing -----------------------------------------------------------------------------
@@ -104,6 +105,7 @@ class Profile:
         return {canon.get(str(k).lower()) or str(k): v for k, v in specs.items()}
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The job's RunPolicy (training-operator's ``spec.runPolicy``; some kinds also read inline fields)."""
         return dict(spec.get("runPolicy") or {})
 
     def clean_pod_policy(self, job: Job, succeeded: bool = False) -> str:
@@ -111,9 +113,11 @@ class Profile:
         return job.run_policy.get("cleanPodPolicy") or self.default_clean_pod_policy
 
     def type_label(self, rtype: str) -> str:
+        """The replica type as it appears in pod names and the replica-type label."""
         return rtype.lower()
 
     def default_restart_policy_for(self, rtype: str, spec: dict[str, Any]) -> str:
+        """The restartPolicy of a replica spec that sets none."""
         return self.default_restart_policy
 
     def default_replicas_for(self, rtype: str) -> int:
@@ -121,6 +125,7 @@ class Profile:
         return 1
 
     def job(self, cr: dict[str, Any]) -> Job:
+        """The job model of a custom resource: replica groups in the profile's order, defaults applied."""
         meta = cr.get("metadata") or {}
         spec = cr.get("spec") or {}
         groups = []
@@ -203,6 +208,7 @@ class Profile:
     wake_label = "training.kubeflow.org/operator-name"
 
     def controller_name(self) -> str:
+        """The ``training.kubeflow.org/operator-name`` label value (upstream's controller name)."""
         return f"{self.kind.lower()}-controller"
 
     def selector_for(self, name: str, namespace: str) -> dict[str, str]:
@@ -213,18 +219,23 @@ class Profile:
         }
 
     def selector(self, job: Job) -> dict[str, str]:
+        """Labels every object of this job carries (``selector_for`` its name and namespace)."""
         return self.selector_for(job.name, job.namespace)
 
     def pod_name(self, job: Job, group: ReplicaGroup, index: int) -> str:
+        """The name of the pod of one replica: ``<job>-<type>-<index>`` unless the kind differs."""
         return f"{job.name}-{group.label}-{index}"
 
     def service_name(self, job: Job, group: ReplicaGroup, index: int) -> str:
+        """The name of the replica's headless Service; the pod's name unless the kind differs."""
         return self.pod_name(job, group, index)
 
     def is_master_role(self, job: Job, group: ReplicaGroup, index: int) -> bool:
+        """Whether the replica's pod gets ``training.kubeflow.org/job-role: master``."""
         return False
 
     def pod_labels(self, job: Job, group: ReplicaGroup, index: int) -> dict[str, str]:
+        """The labels of a replica's pod: the job's selector, replica type and index, the role."""
         labels = {
             **self.selector(job),
             "training.kubeflow.org/replica-type": group.label,
@@ -250,12 +261,16 @@ class Profile:
 
     # --- framework contract ------------------------------------------------------------------
     def env(self, job: Job, group: ReplicaGroup, index: int, ctx: Context) -> list[dict[str, Any]]:
+        """The framework's environment variables for a replica (TF_CONFIG, MASTER_ADDR, ...)."""
         return []
 
     def env_from(self, job: Job, group: ReplicaGroup, index: int, ctx: Context) -> list[dict[str, Any]]:
+        """``envFrom`` sources the framework adds to a replica's containers (a ConfigMap of addresses)."""
         return []
 
-    def decorate_pod(self, job: Job, group: ReplicaGroup, index: int, pod: dict[str, Any], ctx: Context):
+    def decorate_pod(
+        self, job: Job, group: ReplicaGroup, index: int, pod: dict[str, Any], ctx: Context
+    ) -> None:
         """Framework-specific pod changes (hostname, ports, hostNetwork). Mutates ``pod``."""
 
     def service_ports(self, job: Job, group: ReplicaGroup) -> list[dict[str, Any]]:
@@ -270,6 +285,7 @@ class Profile:
         return []
 
     def wants_services(self, job: Job) -> bool:
+        """Whether each replica gets a headless Service (MPIJob's workers need none)."""
         return True
 
     def extra_objects(self, job: Job, ctx: Context) -> list[dict[str, Any]]:
@@ -286,9 +302,12 @@ class Profile:
 
     # --- status ------------------------------------------------------------------------------
     def outcome(self, job: Job, counts: dict[str, Counts], ctx: Context) -> Outcome:
+        """The job's state from its pods' counts: running, succeeded or failed, with the reason."""
         raise NotImplementedError
 
-    def status_extras(self, job: Job, counts: dict[str, Counts], ctx: Context, conditions) -> dict[str, Any]:
+    def status_extras(
+        self, job: Job, counts: dict[str, Counts], ctx: Context, conditions: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         """Kind-specific status fields besides conditions and replicaStatuses."""
         return {}
 
