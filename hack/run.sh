@@ -15,7 +15,7 @@ if [ -n "${OPERATOR_KUBECONFIG:-}" ]; then
 fi
 
 export ANSIBLE_CONFIG="$root/ansible.cfg"
-export ANSIBLE_ROLES_PATH="$root/roles" ANSIBLE_LIBRARY="$root/library" \
+export ANSIBLE_ROLES_PATH="$root/roles" \
   ANSIBLE_ACTION_PLUGINS="$root/action_plugins" ANSIBLE_FILTER_PLUGINS="$root/filter_plugins"
 export ANSIBLE_GATHERING=explicit
 # ansible-runner and its event plugin come from the project venv.

@@ -1,6 +1,6 @@
 """The one internal job model shared by every job kind.
 
-A framework profile (see ``profiles.py``) turns its kind's spec into a :class:`Job`: the
+A framework profile (``profiles/``) turns its kind's spec into a :class:`Job`: the
 replica groups in a fixed order, each with its replica count, restart policy and pod
 template, plus the common run policy. Everything downstream (pod names, env, status rules,
 the reconcile plan) works on this model only, never on a kind's raw spec layout.
