@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from training_jobs.model import InvalidJob, Job, ReplicaGroup
+from training_jobs.model import InvalidJob, Job, PlanEvent, ReplicaGroup
 from training_jobs.quantity import Quantity, add_resource_list, format_quantity, parse_quantity
 
 VOLCANO = "volcano"
@@ -190,7 +190,7 @@ def pod_group(
 
 def decorate_pod(
     pod: dict[str, Any], job: Job, group: ReplicaGroup, config: dict[str, Any] | None
-) -> dict[str, Any] | None:
+) -> PlanEvent | None:
     """Tie a desired pod to the job's gang (upstream ``DecoratePodTemplateSpec``); mutates ``pod``.
 
     The gang scheduler becomes the pod's ``schedulerName`` only when the replica's template has

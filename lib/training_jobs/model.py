@@ -3,7 +3,9 @@
 A framework profile (``profiles/``) turns its kind's spec into a :class:`Job`: the
 replica groups in a fixed order, each with its replica count, restart policy and pod
 template, plus the common run policy. Everything downstream (pod names, env, status rules,
-the reconcile plan) works on this model only, never on a kind's raw spec layout.
+the reconcile plan) works on this model only, never on a kind's raw spec layout. The typed
+references and events a plan carries to the apply step (``ObjectRef``, ``PlanEvent``) are here
+too, so the modules that make them need not import the planner.
 
 This package is deliberately not a Python package Ansible would scan (no ``__init__.py``):
 Ansible loads ``filter_plugins/*.py`` as plugins, and these modules are imported by them.
@@ -12,7 +14,7 @@ Ansible loads ``filter_plugins/*.py`` as plugins, and these modules are imported
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 # Replica restart policies (training-operator's ReplicaSpec.restartPolicy values).
 RESTART_ALWAYS = "Always"
@@ -85,3 +87,26 @@ class Job:
 
 class InvalidJob(ValueError):
     """The job cannot be run as written; the message tells the user what to change."""
+
+
+# What a pass hands the apply step besides whole objects (plan.Plan holds them).
+
+
+class ObjectRef(TypedDict):
+    """An object the apply step deletes: addressed by kind and name, ``force`` for no grace period."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    namespace: str | None
+    force: NotRequired[bool]
+
+
+class PlanEvent(TypedDict):
+    """An event the apply step records on the job; with ``about`` ("Kind/name") only if that
+    object's create or delete really happened."""
+
+    type: str
+    reason: str
+    message: str
+    about: NotRequired[str]

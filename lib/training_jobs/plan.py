@@ -28,7 +28,7 @@ from training_jobs import conditions as cond
 from training_jobs import gang, tensorboard
 from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
-from training_jobs.model import InvalidJob, Job, ReplicaGroup
+from training_jobs.model import InvalidJob, Job, ObjectRef, PlanEvent, ReplicaGroup
 from training_jobs.profiles.base import Context, Counts, Outcome, Profile
 from training_jobs.registry import BY_KIND, profile_of
 
@@ -84,9 +84,9 @@ class Plan(TypedDict):
     job: PlanJob
     create: list[dict[str, Any]]
     patch: list[dict[str, Any]]
-    delete: list[dict[str, Any]]
+    delete: list[ObjectRef]
     status: dict[str, Any] | None
-    events: list[dict[str, Any]]
+    events: list[PlanEvent]
     requeue_after: str
     create_retry_after: str
     delete_job: bool
@@ -111,7 +111,7 @@ def fmt_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _ref(obj: dict[str, Any]) -> dict[str, Any]:
+def _ref(obj: dict[str, Any]) -> ObjectRef:
     meta = obj.get("metadata") or {}
     return {
         "apiVersion": obj.get("apiVersion", "v1"),
@@ -158,12 +158,12 @@ class _Pass:
         }
         self.create: list[dict[str, Any]] = []
         self.update: list[dict[str, Any]] = []
-        self.delete: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
+        self.delete: list[ObjectRef] = []
+        self.events: list[PlanEvent] = []
         self.requeue: list[float] = []
         self.delete_job = False
         # Failed pods deleted to be recreated; dropped again if the job finishes in this pass.
-        self.recreating: list[dict[str, Any]] = []
+        self.recreating: list[ObjectRef] = []
         self.old_status = dict(cr.get("status") or {})
         self.status = dict(self.old_status.items())
         for key in STATUS_TIMES:
@@ -215,7 +215,7 @@ class _Pass:
     def event(self, etype: str, why: str, message: str, about: str = "") -> None:
         """Record an event on the job. ``about`` ("Kind/name") ties it to a create or delete, so
         the apply step only records it when that write really happened."""
-        event = {"type": etype, "reason": why, "message": message}
+        event: PlanEvent = {"type": etype, "reason": why, "message": message}
         if about:
             event["about"] = about
         self.events.append(event)

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from training_jobs.model import PlanEvent
+
 # Waiting reasons of a container that is simply starting: not a problem.
 STARTING_REASONS = frozenset({"", "ContainerCreating", "PodInitializing"})
 ACTIVE_PHASES = ("Pending", "Running")
@@ -172,7 +174,7 @@ def _container_events(pod: dict[str, Any]) -> Iterable[tuple[str, str, str]]:
 
 def abnormal_pod_events(
     pods: Iterable[dict[str, Any]], default_container: str, seen: Iterable[str], limit: int | None = None
-) -> tuple[list[dict[str, Any]], set[str]]:
+) -> tuple[list[PlanEvent], set[str]]:
     """Warnings for what keeps a job's pods from running (upstream ``RecordAbnormalPods``, #1131).
 
     For each Pending or Running pod that is not being deleted:
@@ -204,7 +206,7 @@ def abnormal_pod_events(
     Returns the events and the keys to add to ``seen``.
     """
     known = set(seen or ())
-    events: list[dict[str, Any]] = []
+    events: list[PlanEvent] = []
     added: set[str] = set()
 
     def report(pod: dict[str, Any], container: str, reason: str, message: str) -> None:
@@ -241,7 +243,7 @@ def abnormal_pod_events(
 
 def exit_code_events(
     pods: Iterable[dict[str, Any]], default_container: str, seen: Iterable[str]
-) -> tuple[list[dict[str, Any]], set[str]]:
+) -> tuple[list[PlanEvent], set[str]]:
     """Normal ``ExitedWithCode`` events for terminated default containers (upstream ``ReconcilePods``).
 
     Message as upstream: ``Pod: <ns>.<name> exited with code <n>``. Upstream records it on every
@@ -249,7 +251,7 @@ def exit_code_events(
     container's restart count). Returns the events and the keys to add to ``seen``.
     """
     known = set(seen or ())
-    events: list[dict[str, Any]] = []
+    events: list[PlanEvent] = []
     added: set[str] = set()
     for pod in pods or ():
         for s in _status(pod).get("containerStatuses") or []:
