@@ -837,7 +837,7 @@ def test_paddlejob_columns(namespace: str) -> None:
         ("caffe2jobs.spec.backendSpecs.manageRedis", "Redis"),
         # Pod templates are typed: explain reaches container fields (a map's values have no key in the path).
         ("tfjobs.spec.tfReplicaSpecs.template.spec.containers.resources", "limits <map[string]Object>"),
-        ("paddlejobs.spec.worker.template.spec.containers.ports.protocol", "Protocol for port."),
+        ("paddlejobs.spec.worker.template.spec.containers.ports", "protocol <string>"),
         ("caffe2jobs.spec.replicaSpecs.template.metadata", "labels <map[string]string>"),
     ],
 )
