@@ -42,7 +42,10 @@ Argument ``plan``, the filter's result (typed as ``training_jobs.plan.Plan``):
 
 Returns ``created``, ``deleted`` (names), ``rejected`` (objects the API server refused as
 invalid: ``{kind, name, status, message}``), ``deferred`` (those refused for now), ``status_written``,
-``requeue_after`` and ``changed``. Other API errors (the API server unreachable, a 5xx on a delete)
+``requeue_after`` and ``changed``. Events, like creates, are posted without the proxy's owner
+identity: with it, the proxy would start a dependent watch on Events, caching every event of the
+cluster and needing ``list``/``watch`` on them, which the operator's role does not grant. Like
+upstream's, they carry ``involvedObject`` and expire with the API server's event TTL. Other API errors (the API server unreachable, a 5xx on a delete)
 fail the task, so ansible-operator retries the reconcile with backoff.
 """
 
@@ -289,7 +292,10 @@ def _record_events(client: Client, job: dict, events: list[dict], done: set[str]
             continue
         try:
             client.request(
-                "POST", resource_path("v1", "Event", job["namespace"]), event_object(job, event, now)
+                "POST",
+                resource_path("v1", "Event", job["namespace"]),
+                event_object(job, event, now),
+                owner=False,
             )
         except ApiError as err:
             # Events are best effort, as everywhere in Kubernetes.
@@ -331,7 +337,7 @@ def _record_once(client: Client, job: dict, refusal: dict, now: str) -> None:
     message = f"Error creating: {refusal['message']} (will retry)"
     event = event_object(job, {"type": "Warning", "reason": reason, "message": message}, now, name=name)
     try:
-        client.request("POST", resource_path("v1", "Event", job["namespace"]), event)
+        client.request("POST", resource_path("v1", "Event", job["namespace"]), event, owner=False)
     except ApiError as err:
         if err.status in (500, 503):
             raise

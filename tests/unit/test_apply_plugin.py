@@ -21,7 +21,7 @@ class RecordingClient:
         self.calls = []
 
     def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
-        self.calls.append({"method": method, "path": path, "body": copy.deepcopy(body)})
+        self.calls.append({"method": method, "path": path, "body": copy.deepcopy(body), "owner": owner})
         for rule_method, prefix, status, message in self.rules:
             if rule_method == method and path.startswith(prefix):
                 if status >= 400:
@@ -165,7 +165,7 @@ class OneConflict(RecordingClient):
         self.conflicts = 1
 
     def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
-        self.calls.append({"method": method, "path": path, "body": copy.deepcopy(body)})
+        self.calls.append({"method": method, "path": path, "body": copy.deepcopy(body), "owner": owner})
         if method == "PATCH" and path == STATUS and self.conflicts:
             self.conflicts -= 1
             raise ApiError(409, "{}", method, path)
@@ -241,3 +241,11 @@ def test_objects_are_created_with_strict_field_validation():
 
     _apply(Client(), first_plan())
     assert queries and all(q == {"fieldValidation": "Strict"} for q in queries)
+
+
+def test_events_are_posted_without_the_proxys_owner_identity():
+    # With it the runtime's proxy would watch every Event of the cluster, which the role forbids.
+    client = RecordingClient()
+    _apply(client, first_plan())
+    events = client.sent("POST", "/api/v1/namespaces/ns/events")
+    assert events and all(call["owner"] is False for call in events)
