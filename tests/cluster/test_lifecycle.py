@@ -133,7 +133,9 @@ def test_ttl_deletes_the_finished_job():
         timeout=30,
         what=f"{name} deleted by TTL",
     )
-    assert (datetime.now(done.tzinfo) - done).total_seconds() < 20
+    # The TTL's requeue waits its turn in the TFJob queue, which the upstream replay beside this
+    # test fills with dozens of jobs: deleted after the TTL, within a minute.
+    assert 3 <= (datetime.now(done.tzinfo) - done).total_seconds() < 60
 
 
 @pytest.mark.parametrize(

@@ -250,8 +250,10 @@ def test_2_11_a_chief_with_zero_replicas_leaves_the_decision_to_worker_0():
 
 
 def test_2_12_odd_input_fails_the_job_with_the_reason():
+    # The typed template admits any int32 (a string is refused at creation, test_admission); the
+    # pod API then refuses a port above 65535, and the job fails with its words, nothing half-made.
     worker = replica()
-    worker["template"]["spec"]["containers"][0]["ports"] = [{"name": "tfjob-port", "containerPort": "http"}]
+    worker["template"]["spec"]["containers"][0]["ports"] = [{"name": "tfjob-port", "containerPort": 70000}]
     name = tfjob(unique("oddport"), {"Worker": worker})
     wait_for(lambda: condition(name, "Failed"), timeout=30, what=f"{name} Failed")
     assert "containerPort" in condition(name, "Failed")["message"]
