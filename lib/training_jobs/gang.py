@@ -124,19 +124,6 @@ def min_resources(job: Job, priority_classes: dict[str, Any]) -> dict[str, str]:
         raise InvalidJob(f"gang scheduling: {err}") from err
 
 
-def pod_group_ref(job: Job, config: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The job's PodGroup as a reference (upstream deletes it when the job finishes or suspends)."""
-    kind = scheduler_kind(config)
-    if not kind:
-        return None
-    return {
-        "apiVersion": VOLCANO_API if kind == VOLCANO else SCHEDULER_PLUGINS_API,
-        "kind": "PodGroup",
-        "name": job.name,
-        "namespace": job.namespace,
-    }
-
-
 def pod_group(
     job: Job,
     config: dict[str, Any] | None,

@@ -162,14 +162,6 @@ def format_quantity(q: Quantity) -> str:
     return _decimal_form(sign, nanos, fmt)
 
 
-def add_quantities(*values: Any) -> str:
-    """Sum quantity strings as ``resource.Quantity.Add`` does; canonical text of the sum."""
-    total = Quantity(0)
-    for v in values:
-        total = total + parse_quantity(v)
-    return format_quantity(total)
-
-
 def add_resource_list(total: dict[str, Quantity], requests: Any, limits: Any) -> None:
     """Upstream ``AddResourceList``: add a container's requests, or its limits when requests is unset.
 
