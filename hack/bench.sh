@@ -46,7 +46,7 @@ if [ ! -e "$stamp" ] || [ "$root/requirements-bench.txt" -nt "$stamp" ]; then
 fi
 
 export ATO_CLUSTER=ato-bench
-unset KUBECONFIG
+unset KUBECONFIG OPERATOR_KUBECONFIG
 if ! $keep; then trap '"$root/hack/cluster.sh" down' EXIT; fi
 KUBECONFIG=$("$root/hack/cluster.sh" up)
 export KUBECONFIG

@@ -44,11 +44,13 @@ unit() {
 }
 
 operator_pid=""
+operator_kubeconfig=""
 start_operator() {
   local logfile=${1:-$artifacts/operator.log}
   log "starting the operator (log: $logfile)"
   # Its own process group, so stopping it stops every Ansible run it started.
-  setsid hack/run.sh >"$logfile" 2>&1 &
+  # Only the e2e operators run as the operator's identity (not the benchmark's, on its own cluster).
+  OPERATOR_KUBECONFIG=${operator_kubeconfig:-} setsid hack/run.sh >"$logfile" 2>&1 &
   operator_pid=$!
   # The operator's own health endpoint, on loopback.
   local readyz="http://127.0.0.1:${HEALTH_PORT:-6789}/readyz"
@@ -74,7 +76,7 @@ e2e() {
   # The operator authenticates as its own ServiceAccount with the deployment's rules only.
   log "the operator's identity: ServiceAccount ato-e2e-operator/operator, config/rbac/role.yaml"
   operator_identity ato-e2e-operator "$artifacts/operator.kubeconfig"
-  export OPERATOR_KUBECONFIG="$artifacts/operator.kubeconfig"
+  operator_kubeconfig="$artifacts/operator.kubeconfig"
   start_operator
   trap 'stop_operator' EXIT
   export OPERATOR_LOG="$artifacts/operator.log"
