@@ -68,6 +68,10 @@ apiserver_down() {
   pid=$(cat "$apiserver_pid")
   tr '\0' '\n' <"/proc/$pid/cmdline" >"$apiserver_args"
   kill "$pid"
+  # Its graceful shutdown can wait 60 s for clients' connections to drain (the listener is closed
+  # at once); the outage is meant to last as long as the caller says, so 5 s, then it is killed.
+  for _ in $(seq 25); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 }
 
@@ -75,9 +79,10 @@ apiserver_up() {
   local args
   mapfile -t args <"$apiserver_args"
   # `cd && setsid … &` would background the whole list and record a subshell's pid.
+  # No newline after the pid: kwokctl parses the file whole, and could not stop this process.
   (cd "$KWOK_WORKDIR/clusters/$name" || exit 1
     setsid "${args[@]}" >>logs/kube-apiserver.log 2>&1 &
-    echo $! >"$apiserver_pid")
+    printf '%s' $! >"$apiserver_pid")
   for _ in $(seq 120); do healthy && return; sleep 0.5; done
   log "kube-apiserver did not come back"; return 1
 }
