@@ -60,9 +60,7 @@ PROFILES = {
         "scenarios": ["TFJob", "mixed"],
         "upstream_bursts": [1],
         "floor_jobs": 4,
-        # No outage here: KWOK v0.8.0 starts no new pod after the API server restarts
-        # (docs/performance.md), so that scenario cannot finish on this cluster.
-        "scale": {"steady": [0, 5], "window": 10, "restart": [20]},
+        "scale": {"steady": [0, 5], "window": 10, "restart": [20], "outage": 4, "down_s": 5},
     },
     # The cost with changes (scale.py): steady state, restarts and an outage, this operator only.
     "scale": {
@@ -180,6 +178,7 @@ class Tracker:
         self.job_running: dict[str, float] = {}
         self.job_done: dict[str, tuple[float, str]] = {}
         self.watches: list[watch.Watch] = []
+        self.stopped = threading.Event()
         core, custom = client.CoreV1Api(), client.CustomObjectsApi()
         streams = [(self._on_pod, core.list_namespaced_pod, (namespace,))]
         for kind in kinds:
@@ -196,14 +195,13 @@ class Tracker:
             self.threads.append(t)
 
     def _run(self, w, handler, lister, args):
-        while True:
+        # A watch the API server ended (its restart in the outage scenario closes every watch
+        # cleanly) or dropped is opened again, from a fresh list; only stop() ends the loop.
+        while not self.stopped.is_set():
             try:
                 for ev in w.stream(lister, *args, timeout_seconds=3600):
                     handler(ev["type"], ev["object"], time.monotonic())
-                return
-            except Exception:  # a dropped watch is re-opened; the stop() below ends the loop
-                if getattr(w, "_stop", False):
-                    return
+            except Exception:
                 time.sleep(0.2)
 
     def _on_pod(self, etype, pod, now):
@@ -232,6 +230,7 @@ class Tracker:
                     self.job_done.setdefault(name, (now, c["type"]))
 
     def stop(self):
+        self.stopped.set()
         for w in self.watches:
             w.stop()
 

@@ -203,8 +203,9 @@ def scale_rows(results: dict) -> list[str]:
             )
         if r["scenario"] == "outage":
             md.append(
-                f"- Control plane stopped {f(r['down_s'], 0)} s during a burst of {r['jobs']} jobs: the "
-                f"burst done {f(r['back_to_done'], 1)} s after the API server was back "
+                f"- kube-apiserver stopped {f(r['down_s'], 0)} s during a burst of {r['jobs']} jobs: after "
+                f"it was back, every pod created in {f(r.get('back_to_all_pods'), 1)} s, running in "
+                f"{f(r.get('back_to_all_running'), 1)} s, the burst done in {f(r['back_to_done'], 1)} s "
                 f"({r['finished']}/{r['jobs']} finished)."
             )
     missed = scale_module().within_targets(scale)

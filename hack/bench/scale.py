@@ -203,12 +203,24 @@ def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
     wait(lambda: len(tracker.job_done) >= n, 300, 0.5)
     tracker.stop()
     done = [t for t, _ in tracker.job_done.values()]
+
+    def after_back(times: list[float], complete: bool) -> float | None:
+        return round(max(times) - back, 1) if times and complete else None
+
+    with tracker.lock:
+        added = [t for pods in tracker.pod_added.values() for t in pods.values()]
+        running = [t for pods in tracker.pod_running.values() for t in pods.values()]
+    pods = n * bench.REPLICAS
     result = {
         "scenario": "outage",
         "jobs": n,
         "down_s": down_s,
         "finished": len(done),
-        "back_to_done": round(max(done) - back, 1) if len(done) >= n else None,
+        # The operator's part (every pod created), the scheduler's and KWOK's (every pod running:
+        # their informers back off as the operator's do), then the jobs' conditions.
+        "back_to_all_pods": after_back(added, len(added) >= pods),
+        "back_to_all_running": after_back(running, len(running) >= pods),
+        "back_to_done": after_back(done, len(done) >= n),
     }
     bench.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=600s", check=False)
     bench.log(f"outage x{n}: {result}")
