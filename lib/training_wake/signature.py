@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
-from training_jobs.registry import PROFILES
+from training_jobs.plan import FINISHED_LABEL, OWN_MANAGERS
+from training_jobs.registry import BY_KIND, PROFILES
 
 ANNOTATION = "training.ato.dev/pod-signature"
 # The job kinds, from the framework profiles: a fifth framework is woken without a change here.
@@ -132,6 +133,41 @@ class PodIndex:
 
     def signature_of(self, job: JobKey) -> str:
         return signature(self.pods.get(job, {}))
+
+
+class JobSeen(NamedTuple):
+    """What a full list of the jobs says of one job."""
+
+    annotation: str | None  # its ANNOTATION; None when never written
+    ours_to_run: bool  # not labelled finished, and no other manager (runPolicy.managedBy) owns it
+
+
+def job_seen(api_version: str, kind: str, job: dict[str, Any]) -> JobSeen:
+    meta = job.get("metadata") or {}
+    manager = BY_KIND[(api_version, kind)].run_policy(job.get("spec") or {}).get("managedBy") or ""
+    return JobSeen(
+        (meta.get("annotations") or {}).get(ANNOTATION),
+        FINISHED_LABEL not in (meta.get("labels") or {}) and manager in OWN_MANAGERS,
+    )
+
+
+def podless_jobs(
+    index: PodIndex, jobs: dict[JobKey, JobSeen], kinds: frozenset[tuple[str, str]]
+) -> set[JobKey]:
+    """After a list that follows a watch error (the API server was unreachable): the jobs of
+    ``kinds`` that are still the operator's to run, have no pods and were never woken.
+
+    The runtime retries a pass that could not reach the API server with a per-job backoff that
+    doubles up to minutes, and only a change to the job cuts it short. :func:`stale_jobs` wakes
+    the jobs whose pods changed; these are the others that may be waiting for a pass: created just
+    before the outage, or between two passes that create their pods (a PaddleJob's ConfigMap
+    comes first). A wake writes the (empty) signature, so each is woken once.
+    """
+    return {
+        job
+        for job, seen in jobs.items()
+        if job[:2] in kinds and seen.ours_to_run and seen.annotation is None and not index.pods.get(job)
+    }
 
 
 def stale_jobs(

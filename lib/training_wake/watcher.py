@@ -30,7 +30,10 @@ from training_wake.signature import (
     KINDS_BY_SELECTOR,
     POD_SELECTORS,
     JobKey,
+    JobSeen,
     PodIndex,
+    job_seen,
+    podless_jobs,
     stale_jobs,
 )
 
@@ -103,9 +106,9 @@ class Watcher:
                 if line.strip():
                     yield json.loads(line)
 
-    def _annotations(self, namespace: str, kinds: frozenset[tuple[str, str]]) -> dict[JobKey, str | None]:
-        """Every job of ``kinds`` in the namespace ("" = all) and its pod-signature annotation."""
-        found: dict[JobKey, str | None] = {}
+    def _jobs(self, namespace: str, kinds: frozenset[tuple[str, str]]) -> dict[JobKey, JobSeen]:
+        """Every job of ``kinds`` in the namespace ("" = all), as :func:`job_seen` reads it."""
+        found: dict[JobKey, JobSeen] = {}
         for api_version, kind in sorted(kinds):
             path = resource_path(api_version, kind, namespace or None)
             try:
@@ -117,26 +120,38 @@ class Watcher:
             for job in items:
                 meta = job.get("metadata") or {}
                 key = (api_version, kind, meta.get("namespace", ""), meta.get("name", ""))
-                found[key] = (meta.get("annotations") or {}).get(ANNOTATION)
+                found[key] = job_seen(api_version, kind, job)
         return found
 
-    def _catch_up(self, namespace: str, selector: str, pods: list[dict]) -> None:
-        """After a full list: forget what went meanwhile, wake the jobs that missed a change."""
+    def _catch_up(self, namespace: str, selector: str, pods: list[dict], after_error: bool = False) -> None:
+        """After a full list: forget what went meanwhile, wake the jobs that missed a change and,
+        after a watch error, the jobs the runtime's error backoff may hold (:func:`podless_jobs`)."""
         kinds = KINDS_BY_SELECTOR.get(selector, frozenset())
-        annotations = self._annotations(namespace, kinds)
+        jobs = self._jobs(namespace, kinds)
+        annotations = {job: seen.annotation for job, seen in jobs.items()}
         with self.lock:
             index = self.indexes.setdefault((namespace, selector), PodIndex())
             index.replace(pods, kinds)
             stale, current = stale_jobs(index, annotations, kinds)
+            podless = podless_jobs(index, jobs, kinds) if after_error else set()
             self.written.update(current)
-            self.dirty |= stale
+            self.dirty |= stale | podless
+            # What the annotation said and what the pods are: a wake here is a change the watch
+            # missed, or one it saw and judged not worth a wake (a pod added or gone).
+            shown = [
+                f"{job[1]} {job[2]}/{job[3]} {annotations[job]!r} -> {index.signature_of(job)!r}"
+                for job in sorted(stale)[:5]
+            ]
         if stale:
-            log.info("waking %d job(s) whose pods changed unwatched", len(stale))
+            log.info("waking %d job(s) whose pods changed unwatched: %s", len(stale), "; ".join(shown))
+        if podless:
+            log.info("waking %d job(s) without pods after the API server was unreachable", len(podless))
 
     def watch(self, namespace: str, selector: str) -> None:
         """List and watch the pods matching ``selector`` in one namespace ("" = all) until
         :attr:`stop` is set, listing again every :attr:`resync` seconds and after any error."""
         resumed = True  # the first list, or the first after an error: worth a log line
+        after_error = False  # the API server may have refused the runtime's passes too
         while not self.stop.is_set():
             try:
                 pods, rv = self._list(namespace, selector)
@@ -144,7 +159,8 @@ class Watcher:
                     "listed %d pod(s) with %s in %s", len(pods), selector, namespace or "all namespaces"
                 )
                 resumed = False
-                self._catch_up(namespace, selector, pods)
+                self._catch_up(namespace, selector, pods, after_error)
+                after_error = False
                 index = self.indexes[(namespace, selector)]
                 until = time.monotonic() + self.resync
                 while not self.stop.is_set() and time.monotonic() < until:
@@ -165,12 +181,12 @@ class Watcher:
                 # 410 Gone (expired resourceVersion), dropped connections, an API server that is
                 # down: list again, which catches up on whatever happened meanwhile.
                 log.info("pod watch restarts: %s", err)
-                resumed = True
+                resumed = after_error = True
                 self.stop.wait(1)
             except Exception:
                 # Never let the safety net die quietly: log and start over from a list.
                 log.exception("pod watch failed; listing again")
-                resumed = True
+                resumed = after_error = True
                 self.stop.wait(1)
 
     def signature_of(self, job: JobKey) -> str:

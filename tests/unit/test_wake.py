@@ -6,7 +6,17 @@ import copy
 
 import pytest
 from training_jobs.registry import PROFILES
-from training_wake.signature import ANNOTATION, PodIndex, job_of, pod_state, signature, stale_jobs
+from training_wake.signature import (
+    ANNOTATION,
+    JobSeen,
+    PodIndex,
+    job_of,
+    job_seen,
+    pod_state,
+    podless_jobs,
+    signature,
+    stale_jobs,
+)
 
 OWNER = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "controller": True, "uid": "u"}
 JOB = ("kubeflow.org/v1", "TFJob", "team", "mnist")
@@ -221,6 +231,40 @@ def test_a_job_that_is_gone_or_of_another_kind_is_never_stale():
     assert stale_jobs(index, {JOB: None}, frozenset({("kubeflow.org/v1", "MXJob")})) == (set(), {})
 
 
+@pytest.mark.parametrize(
+    ("labels", "spec", "expected"),
+    [
+        ({}, {}, True),
+        ({"training.ato.dev/finished": "true"}, {}, False),  # the runtime no longer sees it
+        ({}, {"runPolicy": {"managedBy": "kubeflow.org/training-operator"}}, True),
+        ({}, {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}, False),  # Kueue runs it
+    ],
+)
+def test_job_seen_says_whether_a_job_is_still_the_operators_to_run(labels, spec, expected):
+    job = {
+        "metadata": {"name": "mnist", "labels": labels, "annotations": {ANNOTATION: "Running=1"}},
+        "spec": spec,
+    }
+    assert job_seen("kubeflow.org/v1", "TFJob", job) == JobSeen("Running=1", expected)
+
+
+@pytest.mark.parametrize(
+    ("seen", "pods", "woken"),
+    [
+        (JobSeen(None, True), [], True),  # created just before the outage: its first pass failed
+        (JobSeen("", True), [], False),  # woken once already
+        (JobSeen("Running=1;pods=x", True), [], False),  # its pods went (suspended, cleaned up)
+        (JobSeen(None, False), [], False),  # finished, or another manager's
+        (JobSeen(None, True), [pod("a", "Running")], False),  # has pods: stale_jobs decides
+    ],
+)
+def test_podless_jobs_are_the_unwoken_ones_without_pods_that_may_wait_for_a_pass(seen, pods, woken):
+    index = PodIndex()
+    index.replace(pods, TF)
+    assert podless_jobs(index, {JOB: seen}, TF) == ({JOB} if woken else set())
+    assert podless_jobs(index, {JOB: seen}, frozenset({("kubeflow.org/v1", "MXJob")})) == set()
+
+
 class RecordingClient:
     server = "http://127.0.0.1:1"
 
@@ -240,7 +284,7 @@ class RecordingClient:
 
 
 def tfjob_item(name, annotation=None):
-    annotations = {ANNOTATION: annotation} if annotation else {}
+    annotations = {} if annotation is None else {ANNOTATION: annotation}
     return {"metadata": {"name": name, "namespace": "team", "annotations": annotations}}
 
 
@@ -257,3 +301,21 @@ def test_after_a_list_the_watcher_wakes_jobs_that_missed_a_change_and_retries_fa
     assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist"
     assert body == {"metadata": {"annotations": {ANNOTATION: signature({"a": RUNNING, "b": SUCCEEDED})}}}
     assert watcher.flush() == 0, "nothing new: nothing written"
+
+
+def test_after_a_watch_error_the_watcher_also_wakes_jobs_without_pods_once():
+    from training_wake.watcher import Watcher
+
+    client = RecordingClient([tfjob_item("mnist"), tfjob_item("woken", "")])
+    watcher = Watcher(client)
+    selector = "training.kubeflow.org/operator-name"
+    watcher._catch_up("", selector, [])
+    assert watcher.flush() == 0, "a periodic list leaves a job without pods to its own requeue"
+    watcher._catch_up("", selector, [], after_error=True)
+    assert watcher.flush() == 1
+    assert client.patches == [
+        (
+            "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist",
+            {"metadata": {"annotations": {ANNOTATION: ""}}},
+        )
+    ]
