@@ -56,3 +56,25 @@ operator_identity() {
   rm -f "$out.ca"
 }
 
+
+# loopback_api: HOST:PORT of the API server in KUBECONFIG. A command in a network namespace of its
+# own reaches it through hack/netns/relay.py, which only a loopback API server allows.
+loopback_api() {
+  local server api
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  api=${server#https://}
+  api=${api%%/*}
+  case ${api%:*} in
+    127.* | localhost) ;;
+    *) log "the API server is $server: only a loopback one (local cluster, kind) is relayed into a network namespace"; return 2 ;;
+  esac
+  [ "${api%:*}" != localhost ] || api="127.0.0.1:${api##*:}"
+  echo "$api"
+}
+
+# private_netns: set the array netns to the command prefix that runs a command in a network
+# namespace of its own (as root, or in a user namespace otherwise); fails if neither works here.
+private_netns() {
+  if [ "$(id -u)" = 0 ]; then netns=(unshare --net); else netns=(unshare --map-root-user --net); fi
+  "${netns[@]}" true 2>/dev/null || { log "cannot create a network namespace (${netns[*]})"; return 2; }
+}

@@ -16,7 +16,7 @@
 # olm, catalog and opm bind fixed wildcard ports (olm/catalog :8080, pkg/lib/server/server.go;
 # opm ":"+port, cmd/opm/serve/serve.go), which no flag moves to 127.0.0.1. Each runs in a network
 # namespace of its own, whose only interface is its own loopback, and reaches the API server
-# through a unix-socket relay (hack/olm/). So they open nothing on the host's network, cannot
+# through a unix-socket relay (hack/netns/). So they open nothing on the host's network, cannot
 # clash with the operator's ports, and the CatalogSource address 127.0.0.1:50051 is opm in the
 # catalog operator's namespace.
 #
@@ -42,19 +42,9 @@ use_cluster
 "$root/hack/build-go-tools.sh" opm olm kustomize operator-sdk
 
 # --- preconditions -------------------------------------------------------------------------
-server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-api=${server#https://}
-api=${api%%/*}
-case ${api%:*} in
-  127.* | localhost) ;;
-  *) log "the API server is $server: this test relays only a loopback API server (local cluster, kind)"; exit 2 ;;
-esac
-[ "${api%:*}" != localhost ] || api="127.0.0.1:${api##*:}"
-if [ "$(id -u)" = 0 ]; then netns=(unshare --net); else netns=(unshare --map-root-user --net); fi
-if ! "${netns[@]}" true 2>/dev/null; then
-  log "cannot create a network namespace (${netns[*]}): needed to keep OLM's fixed ports off the host"
-  exit 2
-fi
+api=$(loopback_api) || exit 2
+# OLM's fixed ports stay off the host in network namespaces of their own.
+private_netns || exit 2
 foreign() { # foreign KIND NAME: exists without this test's label
   local v
   v=$(kubectl get "$1" "$2" --ignore-not-found -o jsonpath="{.metadata.labels.${mark//./\\.}}")
@@ -188,10 +178,10 @@ EOF
 log "OLM $OLM_VERSION CRDs installed from the module source ($(elapsed))"
 
 # Its own session: a Ctrl-C of the test must leave it to the clean-up, which OLM still needs.
-setsid python3 "$root/hack/olm/relay.py" unix-to-tcp "$socket" "$api" 2>"$work/relay.log" &
+setsid python3 "$root/hack/netns/relay.py" unix-to-tcp "$socket" "$api" 2>"$work/relay.log" &
 pids+=($!)
 for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
-in_netns=(setsid "${netns[@]}" -- "$root/hack/olm/in-netns.sh" "$api" "$socket")
+in_netns=(setsid "${netns[@]}" -- "$root/hack/netns/in-netns.sh" "$api" "$socket")
 "${in_netns[@]}" olm --namespace olm --writeStatusName "" --writePackageServerStatusName "" \
   >"$work/olm.log" 2>&1 &
 pids+=($!)

@@ -62,12 +62,48 @@ start_operator() {
   log "operator did not become ready"; tail -50 "$logfile"; return 1
 }
 
+# stop_group PID: stop the process group PID leads (an operator and every Ansible run it started).
+stop_group() {
+  kill -INT -- "-$1" 2>/dev/null || true
+  for _ in $(seq 30); do kill -0 "$1" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$1" 2>/dev/null || true
+}
+
 stop_operator() {
   [ -n "$operator_pid" ] || return 0
-  kill -INT -- "-$operator_pid" 2>/dev/null || true
-  for _ in $(seq 30); do kill -0 "$operator_pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- "-$operator_pid" 2>/dev/null || true
+  stop_group "$operator_pid"
   operator_pid=""
+}
+
+# A second operator beside the first, on namespaces of its own: a cluster sharded across
+# deployments (docs/performance.md). Its ports are fixed as the first one's are, so it runs in a
+# network namespace of its own and reaches the API server through a relay (hack/netns/).
+shard_relay_pid="" shard_pid=""
+start_shard_operator() {
+  local logfile=$1 socket="$artifacts/shard-api.sock" api netns=()
+  api=$(loopback_api) && private_netns || return 1
+  rm -f "$socket"
+  setsid python3 hack/netns/relay.py unix-to-tcp "$socket" "$api" 2>"$artifacts/shard-relay.log" &
+  shard_relay_pid=$!
+  for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
+  log "starting a second operator in its own network namespace (log: $logfile)"
+  OPERATOR_KUBECONFIG=$operator_kubeconfig setsid "${netns[@]}" -- \
+    hack/netns/in-netns.sh "$api" "$socket" hack/run.sh >"$logfile" 2>&1 &
+  shard_pid=$!
+  # Its health endpoint is on its own loopback: it is ready once its TFJob workers run.
+  for _ in $(seq 120); do
+    grep -q '"msg":"Starting workers","controller":"tfjob-v1-controller"' "$logfile" && return
+    kill -0 "$shard_pid" 2>/dev/null || { tail -50 "$logfile"; return 1; }
+    sleep 1
+  done
+  log "the second operator did not become ready"; tail -50 "$logfile"; return 1
+}
+
+stop_shard_operator() {
+  [ -z "$shard_pid" ] || stop_group "$shard_pid"
+  # A background job ignores SIGINT (no job control here): the relay gets SIGTERM.
+  [ -z "$shard_relay_pid" ] || kill "$shard_relay_pid" 2>/dev/null || true
+  shard_pid="" shard_relay_pid=""
 }
 
 e2e() {
@@ -109,15 +145,23 @@ e2e() {
     log "scheduler-plugins tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang-plugins.log"; return 1
   }
   stop_operator
-  # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run.
-  log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched"
-  kubectl create namespace ato-watched --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run, and a second
+  # operator on another namespace beside it.
+  log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched; a second one with ato-shard-b"
+  for ns in ato-watched ato-shard-b; do
+    kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  done
+  trap 'stop_operator; stop_shard_operator' EXIT
   WATCH_NAMESPACE=ato-e2e-operator,ato-watched start_operator "$artifacts/operator-namespaces.log"
-  pytest -q -m watch_namespace tests/namespaces -p no:cacheprovider || {
-    log "WATCH_NAMESPACE tests failed; operator log tail:"; tail -80 "$artifacts/operator-namespaces.log"; return 1
+  WATCH_NAMESPACE=ato-shard-b start_shard_operator "$artifacts/operator-shard-b.log"
+  OPERATOR_LOG="$artifacts/operator-namespaces.log" SHARD_OPERATOR_LOG="$artifacts/operator-shard-b.log" \
+    pytest -q -m watch_namespace tests/namespaces -p no:cacheprovider || {
+    log "WATCH_NAMESPACE tests failed; operator log tails:"
+    tail -60 "$artifacts/operator-namespaces.log"; tail -60 "$artifacts/operator-shard-b.log"; return 1
   }
+  stop_shard_operator
   stop_operator
-  kubectl delete namespace ato-watched --wait=false >/dev/null
+  kubectl delete namespace ato-watched ato-shard-b --wait=false >/dev/null
   trap - EXIT
   # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop.
   if pgrep -f "$root/watches.yaml" >/dev/null; then

@@ -1,10 +1,13 @@
 """The operator with WATCH_NAMESPACE, as its own ServiceAccount (hack/test.sh): the namespace of
 its identity (OLM's OwnNamespace) and one more (the list a deployment may set) are served; a
-job anywhere else is never touched."""
+job anywhere else is never touched. A second operator beside it serves another namespace, as a
+cluster sharded across deployments runs (docs/performance.md): each job is one operator's."""
 
 from __future__ import annotations
 
+import os
 import uuid
+from pathlib import Path
 
 import pytest
 from kube import get, namespace_fixture, replica, tfjob, wait_for
@@ -14,6 +17,7 @@ pytestmark = pytest.mark.watch_namespace
 OWN = "ato-e2e-operator"
 WATCHED = "ato-watched"
 UNWATCHED = "ato-unwatched"
+SHARD = "ato-shard-b"  # the second operator's (hack/test.sh, in a network namespace of its own)
 
 # ato-e2e-operator and ato-watched are made by hack/test.sh with the operator's identity.
 unwatched = namespace_fixture(UNWATCHED)
@@ -39,3 +43,21 @@ def test_a_job_in_another_namespace_is_left_alone() -> None:
     wait_for(lambda: succeeded(WATCHED, control), timeout=90, what="the control job Succeeded")
     assert conditions(UNWATCHED, ignored) == []
     assert get("pods", "-n", UNWATCHED)["items"] == []
+
+
+def reconciled_in(log: str, namespace: str) -> bool:
+    """Whether the operator whose log this is ran a playbook for a job in ``namespace``."""
+    return f'"namespace":"{namespace}","gvk"' in log
+
+
+def test_two_operators_on_disjoint_namespaces_each_run_only_their_own_jobs() -> None:
+    first = tfjob(f"first-{uuid.uuid4().hex[:5]}", {"Worker": replica(0)}, WATCHED)
+    second = tfjob(f"second-{uuid.uuid4().hex[:5]}", {"Worker": replica(0)}, SHARD)
+    wait_for(lambda: succeeded(WATCHED, first), timeout=90, what=f"{WATCHED}/{first} Succeeded")
+    wait_for(lambda: succeeded(SHARD, second), timeout=90, what=f"{SHARD}/{second} Succeeded")
+    first_log = Path(os.environ["OPERATOR_LOG"]).read_text(errors="replace")
+    second_log = Path(os.environ["SHARD_OPERATOR_LOG"]).read_text(errors="replace")
+    assert reconciled_in(first_log, WATCHED) and reconciled_in(second_log, SHARD)
+    assert not reconciled_in(first_log, SHARD), "the first operator reconciled the second's job"
+    assert not reconciled_in(second_log, WATCHED), "the second operator reconciled the first's job"
+    assert not reconciled_in(second_log, OWN)

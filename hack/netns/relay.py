@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Relay TCP connections through a unix socket, to reach the API server from a private netns.
 
-hack/olm-test.sh runs OLM's olm and catalog operators and opm in network namespaces of their
-own, because they bind fixed wildcard ports (:8080, the opm port) that cannot be set to
-127.0.0.1. A netns has its own loopback, so nothing they open is visible outside. They still
-need the API server, which listens on the host's 127.0.0.1: the filesystem is shared between
-namespaces, so a unix socket crosses over.
+hack/olm-test.sh runs OLM's olm and catalog operators and opm in network namespaces of their own,
+because they bind fixed wildcard ports (:8080, the opm port) that cannot be set to 127.0.0.1;
+hack/test.sh runs a second operator so, whose ports are fixed too. A netns has its own loopback,
+so nothing they open is visible outside. They still need the API server, which listens on the
+host's 127.0.0.1: the filesystem is shared between namespaces, so a unix socket crosses over.
 
     relay.py unix-to-tcp SOCKET HOST:PORT   (host netns) accept on SOCKET, connect to HOST:PORT
     relay.py tcp-to-unix HOST:PORT SOCKET   (private netns) accept on HOST:PORT, connect to SOCKET

@@ -6,7 +6,7 @@
 #
 # The namespace has only its own loopback: every port the command binds, on any address, is
 # invisible outside and cannot clash with the host's. The API server is relayed through SOCKET
-# (hack/olm/relay.py unix-to-tcp runs on the host side).
+# (hack/netns/relay.py unix-to-tcp runs on the host side).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 api=$1 socket=$2
