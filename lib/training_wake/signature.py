@@ -44,6 +44,7 @@ BENIGN_WAITING = {"ContainerCreating", "PodInitializing"}
 
 JobKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
 PodState = tuple[str, int, tuple[str, ...]]  # (phase, container restarts, problems)
+AS_CREATED: PodState = ("Pending", 0, ())
 
 
 def job_of(pod: dict[str, Any]) -> JobKey | None:
@@ -178,15 +179,17 @@ def stale_jobs(
     signature they already carry.
 
     ``annotations`` maps every existing job of ``kinds`` to its :data:`ANNOTATION` (None when
-    unset); a job that is gone, or whose pods are not listed, is nobody's business here.
+    unset); a job that is gone, or whose pods are not listed, is nobody's business here. A job
+    never woken whose pods are all as they were created (Pending, nothing to report) has missed
+    nothing: the pass that created them asked for its own next pass.
     """
     stale, current = set(), {}
-    for job in index.pods:
+    for job, pods in index.pods.items():
         if job[:2] not in kinds or job not in annotations:
             continue
         sig = index.signature_of(job)
         if annotations[job] == sig:
             current[job] = sig
-        else:
+        elif annotations[job] is not None or any(state != AS_CREATED for state in pods.values()):
             stale.add(job)
     return stale, current

@@ -134,16 +134,18 @@ class Watcher:
             index.replace(pods, kinds)
             stale, current = stale_jobs(index, annotations, kinds)
             podless = podless_jobs(index, jobs, kinds) if after_error else set()
+            # A job the watch saw change is already waiting for the next flush: not missed.
+            missed = stale - self.dirty
             self.written.update(current)
             self.dirty |= stale | podless
             # What the annotation said and what the pods are: a wake here is a change the watch
             # missed, or one it saw and judged not worth a wake (a pod added or gone).
             shown = [
                 f"{job[1]} {job[2]}/{job[3]} {annotations[job]!r} -> {index.signature_of(job)!r}"
-                for job in sorted(stale)[:5]
+                for job in sorted(missed)[:5]
             ]
-        if stale:
-            log.info("waking %d job(s) whose pods changed unwatched: %s", len(stale), "; ".join(shown))
+        if missed:
+            log.info("waking %d job(s) whose pods changed unwatched: %s", len(missed), "; ".join(shown))
         if podless:
             log.info("waking %d job(s) without pods after the API server was unreachable", len(podless))
 

@@ -224,6 +224,23 @@ def test_stale_jobs_are_those_whose_annotation_is_behind(annotated, stale):
     assert current == ({} if stale else {JOB: annotation})
 
 
+@pytest.mark.parametrize(
+    ("pods", "annotation", "stale"),
+    [
+        ([pod("a"), pod("b")], None, False),  # as the creating pass left them: nothing missed
+        ([pod("a"), pod("b", "Running")], None, True),  # one started unwatched
+        ([pod("a"), pod("b", unschedulable=True)], None, True),  # one cannot be placed
+        ([pod("a", restarts=1)], None, True),
+        ([pod("a"), pod("b")], signature({"a": RUNNING, "b": RUNNING}), True),  # recreated
+    ],
+)
+def test_pods_still_as_created_make_a_never_woken_job_stale_only_once_they_change(pods, annotation, stale):
+    index = PodIndex()
+    index.replace(pods, TF)
+    found, _ = stale_jobs(index, {JOB: annotation}, TF)
+    assert found == ({JOB} if stale else set())
+
+
 def test_a_job_that_is_gone_or_of_another_kind_is_never_stale():
     index = PodIndex()
     index.replace([pod("a", "Running")], TF)
