@@ -30,11 +30,13 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 import yaml
+from training_jobs.pod_signature import WAKE_MANAGER
 from training_kube.client import ApiError
 
 log = logging.getLogger("training_companion")
 
-USER_AGENT = "training-companion"
+# Also its field manager on the jobs it wakes: a pass dates the last wake by it.
+USER_AGENT = WAKE_MANAGER
 
 
 class CredentialsUnavailable(ConnectionError):

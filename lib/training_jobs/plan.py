@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 from training_jobs import conditions as cond
-from training_jobs import gang, tensorboard
+from training_jobs import gang, pod_signature, tensorboard
 from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
 from training_jobs.model import InvalidJob, Job, ObjectRef, PlanEvent, ReplicaGroup
@@ -506,6 +506,9 @@ def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], n
         # MultiKueue) runs the job; this operator creates nothing and writes no status.
         p.status = p.old_status
         return _result(p, kind)
+    if pod_signature.pods_behind_wake(cr, list(p.pods.values()), p.now_dt):
+        # The runtime's cache may not yet hold what woke this pass: decide from it, look again.
+        p.requeue_in(pod_signature.FENCE_RETRY_SECONDS)
     if not cond.find(p.conditions, cond.CREATED):
         p.set_condition(kind, cond.CREATED, cond.TRUE, "Created", f"{kind} {name} is created.")
     try:

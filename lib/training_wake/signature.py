@@ -22,14 +22,18 @@ that deleted a pod asks for its own next pass.
 
 from __future__ import annotations
 
-import hashlib
-from collections import Counter
 from typing import Any, NamedTuple
 
 from training_jobs.plan import FINISHED_LABEL, OWN_MANAGERS
+
+# Re-exported: the watcher and its tests know the signature by this module.
+from training_jobs.pod_signature import ANNOTATION as ANNOTATION
+from training_jobs.pod_signature import AS_CREATED as AS_CREATED
+from training_jobs.pod_signature import PodState as PodState
+from training_jobs.pod_signature import pod_state as pod_state
+from training_jobs.pod_signature import signature as signature
 from training_jobs.registry import BY_KIND, PROFILES
 
-ANNOTATION = "training.ato.dev/pod-signature"
 # The job kinds, from the framework profiles: a fifth framework is woken without a change here.
 JOB_KINDS = frozenset((p.api_version, p.kind) for p in PROFILES.values())
 # Label selectors ("key exists") that together match every pod of every kind.
@@ -39,12 +43,7 @@ KINDS_BY_SELECTOR = {
     selector: frozenset((p.api_version, p.kind) for p in PROFILES.values() if p.wake_label == selector)
     for selector in POD_SELECTORS
 }
-# Waiting reasons of a container that is simply starting: not worth a reconcile.
-BENIGN_WAITING = {"ContainerCreating", "PodInitializing"}
-
 JobKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
-PodState = tuple[str, int, tuple[str, ...]]  # (phase, container restarts, problems)
-AS_CREATED: PodState = ("Pending", 0, ())
 
 
 def job_of(pod: dict[str, Any]) -> JobKey | None:
@@ -54,45 +53,6 @@ def job_of(pod: dict[str, Any]) -> JobKey | None:
         if ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) in JOB_KINDS:
             return ref["apiVersion"], ref["kind"], meta.get("namespace", ""), ref["name"]
     return None
-
-
-def pod_state(pod: dict[str, Any]) -> PodState:
-    """(phase, container restarts, problems) of one pod."""
-    status = pod.get("status") or {}
-    restarts = 0
-    problems = []
-    for c in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        restarts += int(c.get("restartCount") or 0)
-        reason = ((c.get("state") or {}).get("waiting") or {}).get("reason")
-        if reason and reason not in BENIGN_WAITING:
-            problems.append(reason)
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            problems.append(cond.get("reason") or "Unschedulable")
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        # Being deleted: the plan looks again when the grace period ends, and force-deletes a pod
-        # stuck on a lost node (#2072); nothing else would reconcile the job for it.
-        problems.append("Terminating")
-    return status.get("phase") or "Pending", restarts, tuple(sorted(problems))
-
-
-def signature(pods: dict[str, PodState]) -> str:
-    """One job's pods (state by pod name) as a short stable string, e.g.
-    ``Running=3,Succeeded=2,restarts=1;pods=1f0c9a2e`` (the last part names the pods)."""
-    counts: Counter[str] = Counter()
-    restarts = 0
-    for phase, n, problems in pods.values():
-        counts[phase] += 1
-        restarts += n
-        for p in problems:
-            counts[p] += 1
-    parts = [f"{k}={v}" for k, v in sorted(counts.items())]
-    if restarts:
-        parts.append(f"restarts={restarts}")
-    if not pods:
-        return ""
-    names = hashlib.blake2s("\n".join(sorted(pods)).encode(), digest_size=4).hexdigest()
-    return f"{','.join(parts)};pods={names}"
 
 
 class PodIndex:

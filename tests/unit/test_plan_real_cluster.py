@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, tfjob, with_phases
 from training_jobs import conditions as cond
+from training_jobs import pod_signature
 from training_jobs.plan import DEFAULT_EVICTION_LIMIT, MAX_REPORTED_PROBLEMS, plan, refused_status_plan
 
 VOLCANO = {"gang_scheduler": "volcano"}
@@ -223,6 +224,32 @@ def test_creates_are_retried_when_refused_for_now():
     assert result["create"] and result["create_retry_after"] == "10s"
     job, observed = created(tfjob(TF_CHIEF))
     assert plan(job, observed, {}, LATER)["create_retry_after"] == ""
+
+
+@pytest.mark.parametrize(
+    ("annotated_phase", "woken_at", "looks_again"),
+    [
+        ("Succeeded", "2026-11-23T10:00:20Z", True),  # woken 10 s ago; the cache shows Running
+        ("Succeeded", "2026-11-23T09:59:00Z", False),  # 90 s ago: the cache is trusted now
+        ("Running", "2026-11-23T10:00:20Z", False),  # the cache shows what woke the pass
+        (None, None, False),  # never woken (the companion is off): nothing to compare
+    ],
+)
+def test_a_pass_whose_pods_disagree_with_a_recent_wake_looks_again(annotated_phase, woken_at, looks_again):
+    # After an API outage the runtime's cache re-lists pods only after its backoff: a pass woken
+    # by "every pod Succeeded" still reads them Running, and no later event would come.
+    job, observed = created(tfjob([("Worker", 2)]))
+    pods = with_phases(observed["pods"], {})
+    if annotated_phase:
+        states = {p["metadata"]["name"]: (annotated_phase, 0, ()) for p in pods}
+        job["metadata"]["annotations"] = {pod_signature.ANNOTATION: pod_signature.signature(states)}
+        job["metadata"]["managedFields"] = [
+            {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-23T10:00:29Z"},
+            {"manager": pod_signature.WAKE_MANAGER, "operation": "Update", "time": woken_at},
+        ]
+    result = plan(job, {**observed, "pods": pods}, {}, LATER)
+    assert state(result, job) == cond.RUNNING, "decided from what was read"
+    assert result["requeue_after"] == (f"{pod_signature.FENCE_RETRY_SECONDS}s" if looks_again else "")
 
 
 # --- 11. zero replicas of the deciding role ---------------------------------------------------------------
