@@ -24,6 +24,14 @@ PodState = tuple[str, int, tuple[str, ...]]  # (phase, container restarts, probl
 AS_CREATED: PodState = ("Pending", 0, ())
 
 
+def pod_key(pod: dict[str, Any]) -> str:
+    """A pod as the signature names it: name and uid, so a pod replaced under the same name
+    (restartPolicy ExitCode, an eviction) counts as another pod."""
+    meta = pod.get("metadata") or {}
+    name, uid = meta.get("name", ""), meta.get("uid")
+    return f"{name}/{uid}" if uid else name
+
+
 def pod_state(pod: dict[str, Any]) -> PodState:
     """(phase, container restarts, problems) of one pod."""
     status = pod.get("status") or {}
@@ -45,7 +53,7 @@ def pod_state(pod: dict[str, Any]) -> PodState:
 
 
 def signature(pods: dict[str, PodState]) -> str:
-    """One job's pods (state by pod name) as a short stable string, e.g.
+    """One job's pods (state by :func:`pod_key`) as a short stable string, e.g.
     ``Running=3,Succeeded=2,restarts=1;pods=1f0c9a2e`` (the last part names the pods)."""
     counts: Counter[str] = Counter()
     restarts = 0
@@ -61,6 +69,10 @@ def signature(pods: dict[str, PodState]) -> str:
         return ""
     names = hashlib.blake2s("\n".join(sorted(pods)).encode(), digest_size=4).hexdigest()
     return f"{','.join(parts)};pods={names}"
+
+
+def _pods_part(sig: str) -> str:
+    return sig.rpartition(";pods=")[2]
 
 
 def _wake_time(cr: dict[str, Any]) -> datetime | None:
@@ -81,14 +93,17 @@ def pods_behind_wake(cr: dict[str, Any], pods: list[dict[str, Any]], now: dateti
     own watch. After an API outage the cache re-lists only when its backoff allows (up to half a
     minute), so a pass woken by "every pod Succeeded" can still read them Running, decide
     nothing, and no later event comes: a pod's status change alone reconciles nothing. Within
-    :data:`WAKE_FENCE_SECONDS` of the wake such a pass looks again; after that the cache is
-    trusted, so pods the pass changed itself (created, replaced) cost at most a few looks.
+    :data:`WAKE_FENCE_SECONDS` of the wake such a pass looks again, if the pods are the ones
+    the wake saw; after that the cache is trusted (a companion that stopped writing wakes costs
+    a few looks, not a poll).
     """
-    annotation = (cr.get("metadata") or {}).get("annotations", {}).get(ANNOTATION)
+    annotation = ((cr.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
     if not annotation:
         return False
-    seen = signature({(p.get("metadata") or {}).get("name", ""): pod_state(p) for p in pods})
-    if seen == annotation:
+    seen = signature({pod_key(p): pod_state(p) for p in pods})
+    if seen == annotation or _pods_part(seen) != _pods_part(annotation):
+        # Other pods than the wake saw: ones the pass itself created, replaced or deleted, which
+        # wake nothing by design. Only the same pods in other states mean a lagging cache.
         return False
     woken = _wake_time(cr)
     return woken is not None and 0 <= (now - woken).total_seconds() < WAKE_FENCE_SECONDS

@@ -30,6 +30,7 @@ from training_jobs.plan import FINISHED_LABEL, OWN_MANAGERS
 from training_jobs.pod_signature import ANNOTATION as ANNOTATION
 from training_jobs.pod_signature import AS_CREATED as AS_CREATED
 from training_jobs.pod_signature import PodState as PodState
+from training_jobs.pod_signature import pod_key as pod_key
 from training_jobs.pod_signature import pod_state as pod_state
 from training_jobs.pod_signature import signature as signature
 from training_jobs.registry import BY_KIND, PROFILES
@@ -78,7 +79,7 @@ class PodIndex:
         job = job_of(pod)
         if job is None:
             return None
-        name = (pod.get("metadata") or {}).get("name", "")
+        name = pod_key(pod)
         pods = self.pods.setdefault(job, {})
         if event_type == "DELETED":
             pods.pop(name, None)

@@ -252,6 +252,28 @@ def test_a_pass_whose_pods_disagree_with_a_recent_wake_looks_again(annotated_pha
     assert result["requeue_after"] == (f"{pod_signature.FENCE_RETRY_SECONDS}s" if looks_again else "")
 
 
+@pytest.mark.parametrize(
+    ("case", "observed_generation", "keep"),
+    [
+        ("the same pods, not yet Succeeded in the cache", "a", 2),
+        ("both pods replaced under their names (ExitCode)", "b", 2),
+        ("one pod deleted by the pass (scale-down)", "a", 1),
+    ],
+)
+def test_only_the_pods_the_wake_saw_can_be_behind_it(case, observed_generation, keep):
+    job, observed = created(tfjob([("Worker", 2)]))
+    woken = with_uids(with_phases(observed["pods"], {}), "a")
+    states = {pod_signature.pod_key(p): ("Succeeded", 0, ()) for p in woken}
+    job["metadata"]["annotations"] = {pod_signature.ANNOTATION: pod_signature.signature(states)}
+    job["metadata"]["managedFields"] = [
+        {"manager": pod_signature.WAKE_MANAGER, "operation": "Update", "time": "2026-11-23T10:00:25Z"}
+    ]
+    read = with_uids(with_phases(observed["pods"], {}), observed_generation)[:keep]
+    looks_again = observed_generation == "a" and keep == 2
+    result = plan(job, {**observed, "pods": read}, {}, LATER)
+    assert (result["requeue_after"] == f"{pod_signature.FENCE_RETRY_SECONDS}s") == looks_again, case
+
+
 # --- 11. zero replicas of the deciding role ---------------------------------------------------------------
 def test_a_chief_with_zero_replicas_leaves_the_decision_to_worker_0():
     job, observed = created(tfjob([("Chief", 0), ("Worker", 2)]))
