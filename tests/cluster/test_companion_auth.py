@@ -24,7 +24,7 @@ import pytest
 import yaml
 from kube import KUBECTL, ROOT, get, kubeconfig, kubectl, namespace_fixture, replica, wait_for
 from test_lifecycle import unique
-from training_wake.signature import ANNOTATION, pod_state, signature
+from training_wake.signature import ANNOTATION, pod_key, pod_state, signature
 
 pytestmark = pytest.mark.cluster
 
@@ -159,7 +159,7 @@ def annotation(name: str) -> str | None:
 
 
 def signature_of(pod: dict) -> str:
-    return signature({pod["metadata"]["name"]: pod_state(pod)})
+    return signature({pod_key(pod): pod_state(pod)})
 
 
 @pytest.fixture
