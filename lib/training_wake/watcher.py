@@ -40,6 +40,31 @@ from training_wake.signature import (
 log = logging.getLogger("training_wake")
 # Seconds between full re-lists; each costs one pod list and one job list per kind.
 DEFAULT_RESYNC = float(os.environ.get("WAKE_RESYNC_SECONDS") or 120)
+# The longest wait between two tries of a kind whose jobs could not be listed.
+KIND_RETRY_MAX = 60.0
+
+Kinds = frozenset[tuple[str, str]]  # (apiVersion, kind)
+
+
+class KindRetry:
+    """The kinds whose jobs a catch-up could not list, and when to try them again: 1 s after
+    the first failure, then twice as long after each (up to :data:`KIND_RETRY_MAX`)."""
+
+    def __init__(self, kinds: Kinds, after_error: bool, clock=time.monotonic):
+        self.kinds = kinds
+        self.after_error = after_error  # what the catch-up that failed was after
+        self.clock = clock
+        self.wait = 1.0
+        self.at = clock() + self.wait
+
+    def due(self) -> bool:
+        return bool(self.kinds) and self.clock() >= self.at
+
+    def failed(self, kinds: Kinds) -> None:
+        """The kinds that failed again, out of those tried."""
+        self.kinds = kinds
+        self.wait = min(self.wait * 2, KIND_RETRY_MAX)
+        self.at = self.clock() + self.wait
 
 
 class KubeClient(Protocol):
@@ -106,34 +131,48 @@ class Watcher:
                 if line.strip():
                     yield json.loads(line)
 
-    def _jobs(self, namespace: str, kinds: frozenset[tuple[str, str]]) -> dict[JobKey, JobSeen]:
-        """Every job of ``kinds`` in the namespace ("" = all), as :func:`job_seen` reads it."""
+    def _jobs(self, namespace: str, kinds: Kinds) -> tuple[dict[JobKey, JobSeen], Kinds]:
+        """Every job of ``kinds`` in the namespace ("" = all), as :func:`job_seen` reads it, and
+        the kinds whose list failed. One kind the API server cannot serve yet (a custom resource's
+        storage is still initialising for seconds after a restart: 429 or 503) or that the
+        operator may not list holds up no other kind."""
         found: dict[JobKey, JobSeen] = {}
+        failed = set()
         for api_version, kind in sorted(kinds):
             path = resource_path(api_version, kind, namespace or None)
             try:
                 items = self.client.request("GET", path, owner=False).get("items") or []
-            except ApiError as err:
-                if err.status == 404:  # the kind's CRD is not installed
+            except (ApiError, OSError) as err:
+                if getattr(err, "status", 0) == 404:  # the kind's CRD is not installed
                     continue
-                raise
+                log.info("could not list %s (will try again): %s", kind, err)
+                failed.add((api_version, kind))
+                continue
             for job in items:
                 meta = job.get("metadata") or {}
                 key = (api_version, kind, meta.get("namespace", ""), meta.get("name", ""))
                 found[key] = job_seen(api_version, kind, job)
-        return found
+        return found, frozenset(failed)
 
-    def _catch_up(self, namespace: str, selector: str, pods: list[dict], after_error: bool = False) -> None:
-        """After a full list: forget what went meanwhile, wake the jobs that missed a change and,
-        after a watch error, the jobs the runtime's error backoff may hold (:func:`podless_jobs`)."""
+    def _catch_up(self, namespace: str, selector: str, pods: list[dict], after_error: bool = False) -> Kinds:
+        """After a full list: forget what went meanwhile and wake the jobs that missed a change
+        (:meth:`_wake_missed`). Returns the kinds whose jobs could not be listed."""
         kinds = KINDS_BY_SELECTOR.get(selector, frozenset())
-        jobs = self._jobs(namespace, kinds)
+        with self.lock:
+            self.indexes.setdefault((namespace, selector), PodIndex()).replace(pods, kinds)
+        return self._wake_missed(namespace, selector, kinds, after_error)
+
+    def _wake_missed(self, namespace: str, selector: str, kinds: Kinds, after_error: bool) -> Kinds:
+        """Wake the jobs of ``kinds`` whose annotation is behind their pods as the index has them
+        and, after a watch error, the jobs the runtime's error backoff may hold
+        (:func:`podless_jobs`). Returns the kinds whose jobs could not be listed, to try again."""
+        jobs, failed = self._jobs(namespace, kinds)
+        listed = kinds - failed
         annotations = {job: seen.annotation for job, seen in jobs.items()}
         with self.lock:
             index = self.indexes.setdefault((namespace, selector), PodIndex())
-            index.replace(pods, kinds)
-            stale, current = stale_jobs(index, annotations, kinds)
-            podless = podless_jobs(index, jobs, kinds) if after_error else set()
+            stale, current = stale_jobs(index, annotations, listed)
+            podless = podless_jobs(index, jobs, listed) if after_error else set()
             # A job the watch saw change is already waiting for the next flush: not missed.
             missed = stale - self.dirty
             self.written.update(current)
@@ -148,10 +187,13 @@ class Watcher:
             log.info("waking %d job(s) whose pods changed unwatched: %s", len(missed), "; ".join(shown))
         if podless:
             log.info("waking %d job(s) without pods after the API server was unreachable", len(podless))
+        return failed
 
     def watch(self, namespace: str, selector: str) -> None:
         """List and watch the pods matching ``selector`` in one namespace ("" = all) until
-        :attr:`stop` is set, listing again every :attr:`resync` seconds and after any error."""
+        :attr:`stop` is set, listing again every :attr:`resync` seconds and after any error.
+        Kinds whose jobs could not be listed are tried again while the watch goes on, after
+        1 s, then twice as long each time (up to :data:`KIND_RETRY_MAX`)."""
         resumed = True  # the first list, or the first after an error: worth a log line
         after_error = False  # the API server may have refused the runtime's passes too
         while not self.stop.is_set():
@@ -161,12 +203,15 @@ class Watcher:
                     "listed %d pod(s) with %s in %s", len(pods), selector, namespace or "all namespaces"
                 )
                 resumed = False
-                self._catch_up(namespace, selector, pods, after_error)
+                retry = KindRetry(self._catch_up(namespace, selector, pods, after_error), after_error)
                 after_error = False
                 index = self.indexes[(namespace, selector)]
                 until = time.monotonic() + self.resync
                 while not self.stop.is_set() and time.monotonic() < until:
-                    for event in self._stream(namespace, selector, rv, min(300, until - time.monotonic())):
+                    if retry.due():
+                        retry.failed(self._wake_missed(namespace, selector, retry.kinds, retry.after_error))
+                    horizon = min(until, retry.at) if retry.kinds else until
+                    for event in self._stream(namespace, selector, rv, min(300, horizon - time.monotonic())):
                         obj = event.get("object") or {}
                         if event.get("type") == "ERROR":
                             raise ApiError(

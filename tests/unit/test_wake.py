@@ -6,6 +6,7 @@ import copy
 
 import pytest
 from training_jobs.registry import PROFILES
+from training_kube.client import ApiError
 from training_wake.signature import (
     ANNOTATION,
     JobSeen,
@@ -285,14 +286,22 @@ def test_podless_jobs_are_the_unwoken_ones_without_pods_that_may_wait_for_a_pass
 class RecordingClient:
     server = "http://127.0.0.1:1"
 
-    def __init__(self, jobs, fail_patches=0):
+    def __init__(self, jobs, fail_patches=0, failing_lists=None):
         self.jobs = jobs
         self.fail_patches = fail_patches
+        # resource -> how many lists of it fail (the API server's 429 while storage initialises)
+        self.failing_lists = dict(failing_lists or {})
         self.patches = []
 
     def request(self, method, path, body=None, owner=True, **_kw):
         if method == "GET":
-            return {"items": self.jobs if path.endswith("/tfjobs") else []}
+            resource = path.rsplit("/", 1)[-1]
+            if self.failing_lists.get(resource):
+                self.failing_lists[resource] -= 1
+                raise ApiError(429, '{"message": "storage is (re)initializing"}', "GET", path)
+            if isinstance(self.jobs, dict):
+                return {"items": self.jobs.get(resource, [])}
+            return {"items": self.jobs if resource == "tfjobs" else []}
         if self.fail_patches:
             self.fail_patches -= 1
             raise ConnectionRefusedError("the API server is down")
@@ -336,3 +345,46 @@ def test_after_a_watch_error_the_watcher_also_wakes_jobs_without_pods_once():
             {"metadata": {"annotations": {ANNOTATION: ""}}},
         )
     ]
+
+
+def test_a_kind_whose_jobs_cannot_be_listed_holds_up_no_other_and_is_tried_again():
+    from training_wake.watcher import Watcher
+
+    pytorch_owner = {**OWNER, "kind": "PyTorchJob"}
+    client = RecordingClient(
+        {"tfjobs": [tfjob_item("mnist", "Running=1")], "pytorchjobs": [tfjob_item("mnist", "Running=1")]},
+        failing_lists={"tfjobs": 2},
+    )
+    watcher = Watcher(client)
+    selector = "training.kubeflow.org/operator-name"
+    pods = [pod("tf-0", "Succeeded"), pod("pt-0", "Succeeded", owner=pytorch_owner)]
+    failed = watcher._catch_up("", selector, pods, after_error=True)
+    assert failed == {("kubeflow.org/v1", "TFJob")}
+    assert watcher.flush() == 1
+    assert [path for path, _ in client.patches] == ["/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/mnist"]
+    assert watcher._wake_missed("", selector, failed, True) == failed, "still initialising"
+    assert watcher._wake_missed("", selector, failed, True) == frozenset()
+    assert watcher.flush() == 1
+    assert client.patches[-1][0] == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist"
+
+
+def test_kinds_that_failed_are_tried_again_after_one_second_then_twice_as_long_each_time():
+    from training_wake.watcher import KIND_RETRY_MAX, KindRetry
+
+    now = [100.0]
+    tf = frozenset({("kubeflow.org/v1", "TFJob")})
+    retry = KindRetry(tf, after_error=True, clock=lambda: now[0])
+    assert not retry.due()
+    waits = []
+    for _ in range(9):
+        start = now[0]
+        while not retry.due():
+            now[0] += 0.25
+        waits.append(now[0] - start)
+        retry.failed(tf)
+    assert waits[:4] == [1.0, 2.0, 4.0, 8.0]
+    assert max(waits) == KIND_RETRY_MAX
+    retry.failed(frozenset())
+    now[0] += 3600
+    assert not retry.due(), "nothing left to try"
+    assert not KindRetry(frozenset(), after_error=False).due()
