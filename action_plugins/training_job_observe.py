@@ -10,21 +10,27 @@ kind whole, without the selector). A kind the cluster does not serve (a PodGroup
 installed) reads as empty. ``nodes_of_terminating_pods``: also read the node of every listed pod
 that is being deleted, into ``nodes`` (a node that does not exist is left out), so the engine can
 tell a lost node from a slow kubelet; no pod is terminating on most passes, and then nothing is read.
+``wake``: the job's last wake (``training_jobs.pod_signature.wake_of``); when the pods the cache
+gave disagree with it (``behind_wake``: the cache lags the companion's watch, as after an API
+outage), the pods are listed again from the API server itself (``Client.past_proxy``), once.
 Returns: ``objects`` - a map from each ``key`` to the objects found; when the API server cannot be
 reached or answers 429/5xx, ``{"unavailable": <reason>}`` instead, and the engine plans a short
-retry rather than the task failing into the runtime's exponential backoff.
+retry rather than the task failing into the runtime's exponential backoff. ``pods_read_past_cache``
+says whether the pods came from the API server itself.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC, datetime
 
 from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 from training_jobs.plan import UNAVAILABLE
+from training_jobs.pod_signature import behind_wake
 from training_kube.client import ApiError, Client, resource_path, unavailable
 
 
@@ -51,6 +57,9 @@ class ActionModule(ActionBase):
                     if err.status != 404:
                         raise
                     objects[spec["key"]] = []
+            fresh = _pods_past_cache(args, objects.get("pods"))
+            if fresh is not None:
+                objects["pods"] = fresh
             if args.get("nodes_of_terminating_pods"):
                 objects["nodes"] = _nodes_of_terminating(client, objects.get("pods") or [])
         except (ApiError, OSError) as err:
@@ -59,7 +68,30 @@ class ActionModule(ActionBase):
             return {**result, "failed": True, "msg": f"reading the job's objects failed: {err}"}
         finally:
             client.close()
-        return {**result, "changed": False, "objects": objects}
+        return {**result, "changed": False, "objects": objects, "pods_read_past_cache": fresh is not None}
+
+
+def _pods_past_cache(args: dict, cached: list[dict] | None) -> list[dict] | None:
+    """The job's pods from the API server itself, when those from the cache are behind the
+    job's wake; None when they are not, or when the API server cannot say (the plan's own
+    fence then looks again soon)."""
+    wake = args.get("wake")
+    if cached is None or not isinstance(wake, dict):
+        return None
+    if not behind_wake(wake, cached, datetime.now(UTC)):
+        return None
+    direct = Client.past_proxy()
+    if direct is None:
+        return None
+    pods = next(k for k in args.get("kinds") or [] if k.get("key") == "pods")
+    try:
+        return direct.list(
+            pods["apiVersion"], pods["kind"], args["namespace"], dict(args.get("selector") or {})
+        )
+    except (ApiError, OSError):
+        return None
+    finally:
+        direct.close()
 
 
 def _nodes_of_terminating(client: Client, pods: list[dict]) -> list[dict]:

@@ -13,6 +13,10 @@ install_apis
 if [ -n "${OPERATOR_KUBECONFIG:-}" ]; then
   export KUBECONFIG=$OPERATOR_KUBECONFIG
 fi
+# The runtime points its Ansible runs' KUBECONFIG at its caching proxy; a pass whose cached pods
+# lag the companion's wake reads them once more from the API server, with this one
+# (Client.past_proxy in lib/training_kube/client.py). In a pod the ServiceAccount serves.
+export TRAINING_API_KUBECONFIG=$KUBECONFIG
 
 export ANSIBLE_CONFIG="$root/ansible.cfg"
 export ANSIBLE_ROLES_PATH="$root/roles" \

@@ -681,7 +681,8 @@ def status_digest(status: dict[str, Any] | None) -> str:
 
 def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the role reads before planning: the job's objects, listed by the job's labels, and
-    with gang scheduling its PodGroup and the cluster's PriorityClasses (for minResources)."""
+    with gang scheduling its PodGroup and the cluster's PriorityClasses (for minResources); and
+    the job's last wake (:func:`pod_signature.wake_of`)."""
     profile = profile_of(cr)
     meta = cr.get("metadata") or {}
     selector = profile.selector_for(meta.get("name", ""), meta.get("namespace", ""))
@@ -708,6 +709,8 @@ def observe_args(cr: dict[str, Any], config: dict[str, Any] | None = None) -> di
         "selector": selector,
         "kinds": kinds,
         "nodes_of_terminating_pods": True,
+        # Pods that disagree with a recent wake are read again past the runtime's cache.
+        "wake": pod_signature.wake_of(cr),
     }
 
 

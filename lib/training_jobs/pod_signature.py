@@ -75,35 +75,53 @@ def _pods_part(sig: str) -> str:
     return sig.rpartition(";pods=")[2]
 
 
-def _wake_time(cr: dict[str, Any]) -> datetime | None:
-    for entry in (cr.get("metadata") or {}).get("managedFields") or []:
-        if entry.get("manager") == WAKE_MANAGER and not entry.get("subresource") and entry.get("time"):
-            try:
-                return datetime.fromisoformat(str(entry["time"]).replace("Z", "+00:00"))
-            except ValueError:
-                return None
-    return None
-
-
-def pods_behind_wake(cr: dict[str, Any], pods: list[dict[str, Any]], now: datetime) -> bool:
-    """Whether the pods a pass read disagree with the wake that started it, recently enough
-    that the pass should look again soon (after :data:`FENCE_RETRY_SECONDS`).
-
-    The pass reads pods from the runtime's informer cache; the wake comes from the companion's
-    own watch. After an API outage the cache re-lists only when its backoff allows (up to half a
-    minute), so a pass woken by "every pod Succeeded" can still read them Running, decide
-    nothing, and no later event comes: a pod's status change alone reconciles nothing. Within
-    :data:`WAKE_FENCE_SECONDS` of the wake such a pass looks again, if the pods are the ones
-    the wake saw; after that the cache is trusted (a companion that stopped writing wakes costs
-    a few looks, not a poll).
-    """
-    annotation = ((cr.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+def wake_of(cr: dict[str, Any]) -> dict[str, str] | None:
+    """The job's last wake, as the role hands it to the read (plain data): ``{"signature": the
+    annotation, "time": when the companion wrote it, "" if unknown}``; None if never woken."""
+    meta = cr.get("metadata") or {}
+    annotation = (meta.get("annotations") or {}).get(ANNOTATION)
     if not annotation:
+        return None
+    time = ""
+    for entry in meta.get("managedFields") or []:
+        if entry.get("manager") == WAKE_MANAGER and not entry.get("subresource") and entry.get("time"):
+            time = str(entry["time"])
+            break
+    return {"signature": annotation, "time": time}
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
+
+
+def behind_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]], now: datetime) -> bool:
+    """Whether the pods a pass read disagree with the wake (:func:`wake_of`) that started it,
+    recently enough that they are likely stale rather than changed again.
+
+    A pass reads pods from the runtime's informer cache; the wake comes from the companion's own
+    watch. After an API outage the cache re-lists only when its backoff allows (up to half a
+    minute), so a pass woken by "every pod Succeeded" can still read them Running, decide nothing,
+    and no later event comes: a pod's status change alone reconciles nothing. Such a read is
+    done again past the cache (``training_job_observe``), and if the pods still disagree the pass
+    looks again after :data:`FENCE_RETRY_SECONDS` (:func:`pods_behind_wake`). Only within
+    :data:`WAKE_FENCE_SECONDS` of the wake, and only if the pods are the ones the wake saw: after
+    that the cache is trusted (a companion that stopped writing wakes costs a few looks, not a
+    poll).
+    """
+    if not wake or not wake.get("signature"):
         return False
     seen = signature({pod_key(p): pod_state(p) for p in pods})
-    if seen == annotation or _pods_part(seen) != _pods_part(annotation):
+    if seen == wake["signature"] or _pods_part(seen) != _pods_part(wake["signature"]):
         # Other pods than the wake saw: ones the pass itself created, replaced or deleted, which
         # wake nothing by design. Only the same pods in other states mean a lagging cache.
         return False
-    woken = _wake_time(cr)
+    woken = _parse_time(wake.get("time") or "")
     return woken is not None and 0 <= (now - woken).total_seconds() < WAKE_FENCE_SECONDS
+
+
+def pods_behind_wake(cr: dict[str, Any], pods: list[dict[str, Any]], now: datetime) -> bool:
+    """:func:`behind_wake` for the job ``cr``: the pass should look again soon."""
+    return behind_wake(wake_of(cr), pods, now)

@@ -90,10 +90,15 @@ def resource_path(api_version: str, kind: str, namespace: str | None, name: str 
     return f"{path}/{name}" if name else path
 
 
+# The operator's own kubeconfig, for the Ansible runs' rare reads past the runtime's proxy (the
+# runtime points KUBECONFIG and K8S_AUTH_KUBECONFIG at the proxy); hack/run.sh sets it.
+API_KUBECONFIG_ENV = "TRAINING_API_KUBECONFIG"
+
+
 class Client:
     """Talks to the API server or proxy named by a kubeconfig file."""
 
-    def __init__(self, kubeconfig: str | None = None, timeout: float = 30.0):
+    def __init__(self, kubeconfig: str | None = None, timeout: float = 30.0, in_cluster: bool = False):
         path = kubeconfig or os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG")
         path = os.path.expanduser((path or "~/.kube/config").split(os.pathsep)[0])
         self.timeout = timeout
@@ -101,7 +106,7 @@ class Client:
         self.identity: dict[str, str] = {}
         self._tmp: list[str] = []
         self._token_file = ""
-        if not os.path.exists(path) and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if in_cluster or (not os.path.exists(path) and os.environ.get("KUBERNETES_SERVICE_HOST")):
             self._in_cluster()
             return
         with open(path, encoding="utf-8") as f:
@@ -124,6 +129,20 @@ class Client:
         self.context = None
         if parsed.scheme == "https":
             self.context = self._tls(cluster, user, os.path.dirname(path))
+
+    @classmethod
+    def past_proxy(cls, timeout: float = 30.0) -> Client | None:
+        """The API server itself, not the runtime's proxy and its informer cache: with the
+        kubeconfig in :data:`API_KUBECONFIG_ENV`, else in a pod its ServiceAccount; None when
+        neither is there."""
+        path = os.environ.get(API_KUBECONFIG_ENV, "").split(os.pathsep)[0]
+        if path and os.path.exists(path):
+            return cls(path, timeout)
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and os.path.exists(
+            os.path.join(SERVICE_ACCOUNT_DIR, "token")
+        ):
+            return cls(timeout=timeout, in_cluster=True)
+        return None
 
     def _in_cluster(self) -> None:
         """The pod's ServiceAccount (the companion sidecar has no kubeconfig)."""

@@ -39,3 +39,114 @@ def test_nothing_is_read_when_no_pod_is_terminating():
     client = RecordingClient({})
     assert _nodes_of_terminating(client, [pod("p0", "a")]) == []
     assert client.calls == []
+
+
+# --- pods read again past the runtime's cache ------------------------------------------------
+
+WAKE_TIME = "2026-11-24T12:00:00Z"
+JOB_PODS = {"apiVersion": "v1", "kind": "Pod", "key": "pods"}
+
+
+def job_pod(phase):
+    return {"metadata": {"name": "mnist-worker-0", "uid": "u0"}, "status": {"phase": phase}}
+
+
+class PodsClient:
+    def __init__(self, pods):
+        self.pods = pods
+        self.lists = []
+        self.closed = False
+
+    def list(self, api_version, kind, namespace, selector):
+        self.lists.append((api_version, kind, namespace, selector))
+        if isinstance(self.pods, Exception):
+            raise self.pods
+        return self.pods
+
+    def close(self):
+        self.closed = True
+
+
+def observe_args(wake):
+    return {"namespace": "team", "selector": {"job": "mnist"}, "kinds": [JOB_PODS], "wake": wake}
+
+
+def wake_for(phase):
+    from training_jobs.pod_signature import pod_key, pod_state, signature
+
+    return {"signature": signature({pod_key(job_pod(phase)): pod_state(job_pod(phase))}), "time": WAKE_TIME}
+
+
+def freeze(monkeypatch, seconds_after_wake):
+    import datetime as real
+
+    import training_job_observe
+
+    class Frozen(real.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real.datetime(2026, 11, 24, 12, 0, 0, tzinfo=real.UTC) + real.timedelta(
+                seconds=seconds_after_wake
+            )
+
+    monkeypatch.setattr(training_job_observe, "datetime", Frozen)
+
+
+def test_pods_behind_a_recent_wake_are_read_again_from_the_api_server(monkeypatch):
+    import training_job_observe
+
+    freeze(monkeypatch, 3)
+    direct = PodsClient([job_pod("Succeeded")])
+    monkeypatch.setattr(training_job_observe.Client, "past_proxy", classmethod(lambda cls: direct))
+    fresh = training_job_observe._pods_past_cache(observe_args(wake_for("Succeeded")), [job_pod("Running")])
+    assert fresh == [job_pod("Succeeded")]
+    assert direct.lists == [("v1", "Pod", "team", {"job": "mnist"})]
+    assert direct.closed
+
+
+def test_pods_that_agree_with_the_wake_or_an_old_wake_are_not_read_again(monkeypatch):
+    import training_job_observe
+
+    direct = PodsClient([job_pod("Succeeded")])
+    monkeypatch.setattr(training_job_observe.Client, "past_proxy", classmethod(lambda cls: direct))
+    freeze(monkeypatch, 3)
+    agree = observe_args(wake_for("Running"))
+    assert training_job_observe._pods_past_cache(agree, [job_pod("Running")]) is None
+    assert training_job_observe._pods_past_cache(observe_args(None), [job_pod("Running")]) is None
+    assert training_job_observe._pods_past_cache(observe_args(""), [job_pod("Running")]) is None
+    freeze(monkeypatch, 600)
+    old = observe_args(wake_for("Succeeded"))
+    assert training_job_observe._pods_past_cache(old, [job_pod("Running")]) is None
+    assert direct.lists == []
+
+
+def test_without_a_way_past_the_proxy_or_an_answer_the_cached_pods_stand(monkeypatch):
+    import training_job_observe
+
+    freeze(monkeypatch, 3)
+    args = observe_args(wake_for("Succeeded"))
+    monkeypatch.setattr(training_job_observe.Client, "past_proxy", classmethod(lambda cls: None))
+    assert training_job_observe._pods_past_cache(args, [job_pod("Running")]) is None
+    down = PodsClient(ApiError(429, '{"message": "storage is (re)initializing"}', "GET", "/api/v1/pods"))
+    monkeypatch.setattr(training_job_observe.Client, "past_proxy", classmethod(lambda cls: down))
+    assert training_job_observe._pods_past_cache(args, [job_pod("Running")]) is None
+    assert down.closed
+
+
+def test_the_way_past_the_proxy_is_the_operators_kubeconfig_then_the_service_account(monkeypatch, tmp_path):
+    from training_kube import client as kube
+
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text(
+        "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:6443'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+    )
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", str(tmp_path / "proxy-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv(kube.API_KUBECONFIG_ENV, str(kubeconfig))
+    direct = kube.Client.past_proxy()
+    assert direct is not None and direct.server == "http://127.0.0.1:6443"
+    assert direct.headers == {"Authorization": "Bearer t"}
+    monkeypatch.delenv(kube.API_KUBECONFIG_ENV)
+    assert kube.Client.past_proxy() is None, "no kubeconfig of its own and not in a pod"
