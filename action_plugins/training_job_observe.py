@@ -11,8 +11,9 @@ installed) reads as empty. ``nodes_of_terminating_pods``: also read the node of 
 that is being deleted, into ``nodes`` (a node that does not exist is left out), so the engine can
 tell a lost node from a slow kubelet; no pod is terminating on most passes, and then nothing is read.
 ``wake``: the job's last wake (``training_jobs.pod_signature.wake_of``); when the pods the cache
-gave disagree with it (``behind_wake``: the cache lags the companion's watch, as after an API
-outage), the pods are listed again from the API server itself (``Client.past_proxy``), once.
+gave disagree with a recent one (``disagrees_with_wake``: the cache lags the companion's watch,
+as after an API outage), the pods are listed again from the API server itself
+(``Client.past_proxy``), once.
 Returns: ``objects`` - a map from each ``key`` to the objects found; when the API server cannot be
 reached or answers 429/5xx, ``{"unavailable": <reason>}`` instead, and the engine plans a short
 retry rather than the task failing into the runtime's exponential backoff. ``pods_read_past_cache``
@@ -30,7 +31,7 @@ from ansible.plugins.action import ActionBase
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 from training_jobs.plan import UNAVAILABLE
-from training_jobs.pod_signature import behind_wake
+from training_jobs.pod_signature import disagrees_with_wake
 from training_kube.client import ApiError, Client, resource_path, unavailable
 
 
@@ -72,13 +73,13 @@ class ActionModule(ActionBase):
 
 
 def _pods_past_cache(args: dict, cached: list[dict] | None) -> list[dict] | None:
-    """The job's pods from the API server itself, when those from the cache are behind the
-    job's wake; None when they are not, or when the API server cannot say (the plan's own
+    """The job's pods from the API server itself, when those from the cache disagree with the
+    job's recent wake; None when they do not, or when the API server cannot say (the plan's own
     fence then looks again soon)."""
     wake = args.get("wake")
     if cached is None or not isinstance(wake, dict):
         return None
-    if not behind_wake(wake, cached, datetime.now(UTC)):
+    if not disagrees_with_wake(wake, cached, datetime.now(UTC)):
         return None
     direct = Client.past_proxy()
     if direct is None:

@@ -97,29 +97,39 @@ def _parse_time(value: str) -> datetime | None:
         return None
 
 
-def behind_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]], now: datetime) -> bool:
-    """Whether the pods a pass read disagree with the wake (:func:`wake_of`) that started it,
-    recently enough that they are likely stale rather than changed again.
+def _recent(wake: dict[str, str], now: datetime) -> bool:
+    woken = _parse_time(wake.get("time") or "")
+    return woken is not None and 0 <= (now - woken).total_seconds() < WAKE_FENCE_SECONDS
+
+
+def disagrees_with_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]], now: datetime) -> bool:
+    """Whether the pods a pass read from the runtime's cache are not what a wake (:func:`wake_of`)
+    less than :data:`WAKE_FENCE_SECONDS` old saw, in their states or in which pods there are.
+    The read then lists them once more from the API server itself (``training_job_observe``).
 
     A pass reads pods from the runtime's informer cache; the wake comes from the companion's own
     watch. After an API outage the cache re-lists only when its backoff allows (up to half a
-    minute), so a pass woken by "every pod Succeeded" can still read them Running, decide nothing,
-    and no later event comes: a pod's status change alone reconciles nothing. Such a read is
-    done again past the cache (``training_job_observe``), and if the pods still disagree the pass
-    looks again after :data:`FENCE_RETRY_SECONDS` (:func:`pods_behind_wake`). Only within
-    :data:`WAKE_FENCE_SECONDS` of the wake, and only if the pods are the ones the wake saw: after
-    that the cache is trusted (a companion that stopped writing wakes costs a few looks, not a
-    poll).
+    minute): a pass woken by "every pod Succeeded" can read them still Running, or not at all
+    when they were created while the cache's watch was down, decide nothing, and no later event
+    comes (a pod's status change alone reconciles nothing).
     """
     if not wake or not wake.get("signature"):
         return False
     seen = signature({pod_key(p): pod_state(p) for p in pods})
-    if seen == wake["signature"] or _pods_part(seen) != _pods_part(wake["signature"]):
-        # Other pods than the wake saw: ones the pass itself created, replaced or deleted, which
-        # wake nothing by design. Only the same pods in other states mean a lagging cache.
+    return seen != wake["signature"] and _recent(wake, now)
+
+
+def behind_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]], now: datetime) -> bool:
+    """Whether the pods a pass planned with are the pods a recent wake saw, in other states:
+    the pass looks again after :data:`FENCE_RETRY_SECONDS`, in case even the API server's
+    answer lagged (or none could be had). Other pods than the wake saw are ones the pass itself
+    created, replaced or deleted since, which wake nothing by design: no reason to look again.
+    After :data:`WAKE_FENCE_SECONDS` the pods read are trusted (a companion that stopped writing
+    wakes costs a few looks, not a poll)."""
+    if not disagrees_with_wake(wake, pods, now):
         return False
-    woken = _parse_time(wake.get("time") or "")
-    return woken is not None and 0 <= (now - woken).total_seconds() < WAKE_FENCE_SECONDS
+    seen = signature({pod_key(p): pod_state(p) for p in pods})
+    return _pods_part(seen) == _pods_part((wake or {}).get("signature", ""))
 
 
 def pods_behind_wake(cr: dict[str, Any], pods: list[dict[str, Any]], now: datetime) -> bool:

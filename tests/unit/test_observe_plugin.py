@@ -104,6 +104,19 @@ def test_pods_behind_a_recent_wake_are_read_again_from_the_api_server(monkeypatc
     assert direct.closed
 
 
+def test_pods_missing_from_the_cache_are_read_again_from_the_api_server(monkeypatch):
+    # Created by a pass while the runtime's pod watch was down: the cache has none of them, the
+    # wake says they all Succeeded. Planned from the cache, the job would stay Created for good.
+    import training_job_observe
+
+    freeze(monkeypatch, 1)
+    direct = PodsClient([job_pod("Succeeded")])
+    monkeypatch.setattr(training_job_observe.Client, "past_proxy", classmethod(lambda cls: direct))
+    assert training_job_observe._pods_past_cache(observe_args(wake_for("Succeeded")), []) == [
+        job_pod("Succeeded")
+    ]
+
+
 def test_pods_that_agree_with_the_wake_or_an_old_wake_are_not_read_again(monkeypatch):
     import training_job_observe
 
