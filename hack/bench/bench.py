@@ -72,6 +72,7 @@ PROFILES = {
             "steady": [0, 25, 100, 500],
             "window": 60,
             "restart": [100, 1000],
+            "restart_running": [100],
             "outage": 20,
             "down_s": 10,
         },
@@ -84,6 +85,14 @@ PROFILES["outage"] = {
     "upstream_bursts": [],
     "floor_jobs": 0,
     "scale": {"outage": 20, "down_s": 10},
+}
+# Operator restarts alone: with finished jobs, and with running ones.
+PROFILES["restarts"] = {
+    "bursts": [],
+    "scenarios": [],
+    "upstream_bursts": [],
+    "floor_jobs": 0,
+    "scale": {"restart": [100], "restart_running": [25, 100]},
 }
 # The full profile ends with the scale scenarios too.
 PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]

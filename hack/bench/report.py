@@ -201,6 +201,12 @@ def scale_rows(results: dict) -> list[str]:
                 f"{f(r['ready_to_first_pod'])} s after the operator is ready; {f(r['cpu_first_20s'])} CPU s "
                 "in its first 20 s."
             )
+        if r["scenario"] == "restart_running":
+            md.append(
+                f"- Restart with {r['running_jobs']} running jobs: a new job's first pod "
+                f"{f(r['ready_to_first_pod'])} s after the operator is ready; {f(r['cpu_first_20s'])} CPU s "
+                "in its first 20 s."
+            )
         if r["scenario"] == "outage":
             md.append(
                 f"- kube-apiserver stopped {f(r['down_s'], 0)} s during a burst of {r['jobs']} jobs "

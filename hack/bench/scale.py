@@ -7,6 +7,8 @@ and after a control-plane outage (docs/performance.md, "Cost with changes").
 - ``restart``: N finished jobs (created finished: labelled and with a Succeeded status, as the
   operator leaves them), the operator restarted; from ready to a new job's first pod, and the
   CPU of the first seconds.
+- ``restart_running``: N TFJobs whose one pod runs on, all Running, the operator restarted;
+  the same measures as ``restart``. The runtime reconciles every job it watches at start.
 - ``outage``: a burst of short jobs; a few seconds in, the kube-apiserver is stopped and started
   again (``hack/cluster.sh apiserver-down|apiserver-up``; the "kubelets" run on, as in a real
   cluster); from the API server being back to the burst done.
@@ -100,15 +102,21 @@ def probe(bench, namespace: str, name: str = "probe") -> dict[str, float | None]
     }
 
 
-def steady(bench, op, n: int, window: float, index: int) -> dict[str, Any]:
-    ns = f"bench-steady-{bench.RUN_ID}-{index}"
-    bench.kubectl("create", "namespace", ns)
+def running_jobs(ns: str, n: int) -> tuple[bool, float]:
+    """N one-pod TFJobs whose pods run on, all Running and settled; (all running, seconds)."""
     t0 = time.monotonic()
     create_all([one_pod_job(f"r{i}", ns, None) for i in range(n)])
     all_running = wait(lambda: count_running(ns) >= n, 120 + 3 * n, 2.0)
     started_s = time.monotonic() - t0
     # Settled: the last wakes and status writes of the start are over.
     time.sleep(10)
+    return all_running, started_s
+
+
+def steady(bench, op, n: int, window: float, index: int) -> dict[str, Any]:
+    ns = f"bench-steady-{bench.RUN_ID}-{index}"
+    bench.kubectl("create", "namespace", ns)
+    all_running, started_s = running_jobs(ns, n)
     cpu0, w0 = op.sampler.cpu_seconds(), time.monotonic()
     time.sleep(window)
     cores = (op.sampler.cpu_seconds() - cpu0) / (time.monotonic() - w0)
@@ -162,24 +170,38 @@ def finished_jobs(ns: str, n: int) -> None:
         list(pool.map(finish, range(n)))
 
 
-def restart(bench, op, n: int, index: int) -> dict[str, Any]:
-    ns = f"bench-restart-{bench.RUN_ID}-{index}"
-    bench.kubectl("create", "namespace", ns)
-    finished_jobs(ns, n)
+def restarted(bench, op, ns: str) -> dict[str, Any]:
+    """Restart the operator; from ready to a new job's first pod, and the CPU of the first 20 s."""
     op.stop()
     op.start()
     ready = time.monotonic()
     cpu0 = op.sampler.cpu_seconds()
     probed = probe(bench, ns, "new")
     time.sleep(max(0.0, 20 - (time.monotonic() - ready)))
-    result = {
-        "scenario": "restart",
-        "finished_jobs": n,
+    return {
         "ready_to_first_pod": probed["t_first_pod"] - ready if probed["t_first_pod"] else None,
         "cpu_first_20s": round(op.sampler.cpu_seconds() - cpu0, 2),
     }
+
+
+def restart(bench, op, n: int, index: int) -> dict[str, Any]:
+    ns = f"bench-restart-{bench.RUN_ID}-{index}"
+    bench.kubectl("create", "namespace", ns)
+    finished_jobs(ns, n)
+    result = {"scenario": "restart", "finished_jobs": n, **restarted(bench, op, ns)}
     bench.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=600s", check=False)
     bench.log(f"restart x{n}: {result}")
+    return result
+
+
+def restart_running(bench, op, n: int, index: int) -> dict[str, Any]:
+    ns = f"bench-restart-running-{bench.RUN_ID}-{index}"
+    bench.kubectl("create", "namespace", ns)
+    all_running, _ = running_jobs(ns, n)
+    result = {"scenario": "restart_running", "running_jobs": n, "all_running": all_running}
+    result.update(restarted(bench, op, ns))
+    bench.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=600s", check=False)
+    bench.log(f"restart with {n} running: {result}")
     return result
 
 
@@ -232,12 +254,14 @@ def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
 
 
 def run(bench, op, plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """The profile's scale scenarios, in order: steady, restart, outage."""
+    """The profile's scale scenarios, in order: steady, restart, restart_running, outage."""
     results = []
     for i, n in enumerate(plan.get("steady") or []):
         results.append(steady(bench, op, n, plan["window"], i))
     for i, n in enumerate(plan.get("restart") or []):
         results.append(restart(bench, op, n, i))
+    for i, n in enumerate(plan.get("restart_running") or []):
+        results.append(restart_running(bench, op, n, i))
     if plan.get("outage"):
         results.append(outage(bench, op, plan["outage"], plan.get("down_s", 10), 0))
     return results
@@ -273,6 +297,10 @@ def incomplete(results: list[dict[str, Any]]) -> list[str]:
             broken.append(f"steady x{r['running_jobs']}: not every job ran, or the probe did not finish")
         if r["scenario"] == "restart" and r["ready_to_first_pod"] is None:
             broken.append(f"restart x{r['finished_jobs']}: the new job got no pod")
+        if r["scenario"] == "restart_running" and (not r["all_running"] or r["ready_to_first_pod"] is None):
+            broken.append(
+                f"restart with {r['running_jobs']} running: not every job ran, or the new job got no pod"
+            )
         if r["scenario"] == "outage" and r["finished"] < r["jobs"]:
             broken.append(f"outage: only {r['finished']} of {r['jobs']} jobs finished")
     return broken
