@@ -81,11 +81,11 @@ e2e: tools ## Against the cluster: harness checks, admission tests, molecule wit
 	hack/test.sh e2e
 
 .PHONY: bench
-bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator, then the scale scenarios (about 55 min)
+bench: tools ## The full benchmark on its own cluster: floor, this operator, training-operator, then the scale scenarios (about 60 min)
 	hack/bench.sh --profile full
 
 .PHONY: bench-scale
-bench-scale: tools ## The cost with changes only: steady state, restarts, a control-plane outage (about 20 min)
+bench-scale: tools ## The cost with changes only: steady state, restarts, a control-plane outage (about 25 min)
 	hack/bench.sh --profile scale --targets ours
 
 .PHONY: bench-smoke
