@@ -35,6 +35,10 @@ Argument ``plan``, the filter's result (typed as ``training_jobs.plan.Plan``):
   ``delete_job``: delete the job (its TTL after finishing has passed);
   ``final``: label the job ``training.ato.dev/finished`` once everything else is written, so the
   runtime's watch selector leaves it alone from then on;
+  ``idle``: label the job ``training.ato.dev/idle`` with this value (its generation) once
+  everything else is written, under the job's resourceVersion as this pass leaves it: a wake or
+  an edit that came meanwhile (409) leaves the job watched. The runtime's watch selector then
+  leaves it to the companion (``training_jobs.plan.IDLE_LABEL``);
   ``metrics``: ``{counter: n}`` for the job counters (``training_metrics``): counted once the
   status that records them is written (``deleted``: once the job is deleted);
   ``requeue_after``: passed through for the requeue task;
@@ -62,6 +66,7 @@ from ansible.plugins.action import ActionBase
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 from training_jobs.plan import (
     FINISHED_LABEL,
+    IDLE_LABEL,
     UNAVAILABLE_RETRY_SECONDS,
     refused_status_plan,
     rejected_plan,
@@ -191,9 +196,12 @@ def _apply(client: Client, plan: dict) -> dict:
     ]
     job_path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
     status_written, conflict, status_refused = False, False, ""
+    version = job.get("resourceVersion") or ""  # the job's, as this pass leaves it
     # A plan without a new status carries null; only a mapping is a status to write.
     if isinstance(plan.get("status"), dict) and plan["status"] and not rejected:
-        status_written, conflict, status_refused = _write_status(client, job_path, plan["status"], job)
+        status_written, conflict, status_refused, version = _write_status(
+            client, job_path, plan["status"], job
+        )
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for refusal in deferred:
         _record_once(client, job, refusal, now)
@@ -213,6 +221,9 @@ def _apply(client: Client, plan: dict) -> dict:
         except ApiError as err:
             if err.status != 404:
                 raise
+    quiet = not (created or deleted or rejected or deferred or conflict or status_refused or job_deleted)
+    if plan.get("idle") and version and quiet:
+        _leave_idle(client, job_path, plan["idle"], version)
     counts = plan.get("metrics") if isinstance(plan.get("metrics"), dict) else {}
     counted = {k: v for k, v in counts.items() if (job_deleted if k == "deleted" else status_written)}
     return {
@@ -266,21 +277,34 @@ def _delete(client: Client, path: str, ref: dict) -> bool:
         return False
 
 
-def _write_status(client: Client, job_path: str, status: dict, job: dict) -> tuple[bool, bool, str]:
-    """(written, conflict, the API server's reason if it refused the status as invalid); a job
-    that is gone is none of them."""
+def _write_status(client: Client, job_path: str, status: dict, job: dict) -> tuple[bool, bool, str, str]:
+    """(written, conflict, the API server's reason if it refused the status as invalid, the
+    job's resourceVersion after the write or "" when the job may not be labelled idle under
+    it); a job that is gone is none of them."""
     patch: dict = {"status": status}
     if job.get("resourceVersion"):
         patch["metadata"] = {"resourceVersion": job["resourceVersion"]}
     try:
-        written = _patch_status(client, job_path, patch, job)
-        return written, not written, ""
+        written, version = _patch_status(client, job_path, patch, job)
+        return written, not written, "", version
     except ApiError as err:
         if err.status in PERMANENT:
-            return False, False, err.message
+            return False, False, err.message, ""
         if err.status != 404:
             raise
-        return False, False, ""
+        return False, False, "", ""
+
+
+def _leave_idle(client: Client, job_path: str, value: str, version: str) -> bool:
+    """Label the job IDLE_LABEL under ``version``; False if it changed since (409) or is gone."""
+    patch = {"metadata": {"resourceVersion": version, "labels": {IDLE_LABEL: value}}}
+    try:
+        client.request("PATCH", job_path, patch, content_type="application/merge-patch+json", owner=False)
+        return True
+    except ApiError as err:
+        if err.status in (404, 409):
+            return False
+        raise
 
 
 def _record_events(client: Client, job: dict, events: list[dict], done: set[str], now: str) -> None:
@@ -303,8 +327,9 @@ def _record_events(client: Client, job: dict, events: list[dict], done: set[str]
                 raise
 
 
-def _patch_status(client: Client, job_path: str, patch: dict, job: dict) -> bool:
-    """Write the status under the job's resourceVersion; False on a conflict that needs a new plan.
+def _patch_status(client: Client, job_path: str, patch: dict, job: dict) -> tuple[bool, str]:
+    """Write the status under the job's resourceVersion: (written, the job's resourceVersion
+    after the write); not written on a conflict that needs a new plan.
 
     The companion's wake annotation changes the job's resourceVersion too, often between the
     read and this write. When the job read again has the generation and the status the plan
@@ -313,20 +338,25 @@ def _patch_status(client: Client, job_path: str, patch: dict, job: dict) -> bool
     """
     for attempt in range(2):
         try:
-            client.request("PATCH", job_path + "/status", patch, content_type="application/merge-patch+json")
-            return True
+            written = client.request(
+                "PATCH", job_path + "/status", patch, content_type="application/merge-patch+json"
+            )
+            # The version is what the job may be labelled idle under: none after a conflict, as
+            # the change that caused it (a wake) may have queued a pass the label would drop.
+            version = ((written or {}).get("metadata") or {}).get("resourceVersion") or ""
+            return True, "" if attempt else version
         except ApiError as err:
             if err.status != 409 or attempt:
                 if err.status == 409:
-                    return False
+                    return False, ""
                 raise
         fresh = client.request("GET", job_path, owner=False)
         meta = fresh.get("metadata") or {}
         same_spec = str(meta.get("generation", "")) == str(job.get("generation", ""))
         if not same_spec or status_digest(fresh.get("status")) != job.get("statusDigest"):
-            return False
+            return False, ""
         patch["metadata"] = {"resourceVersion": meta.get("resourceVersion", "")}
-    return False
+    return False, ""
 
 
 def _record_once(client: Client, job: dict, refusal: dict, now: str) -> None:

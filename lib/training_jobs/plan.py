@@ -44,6 +44,11 @@ UNAVAILABLE = "unavailable"
 # Written on a job that is final and has nothing pending (clean-pod policy applied, no TTL):
 # watches.yaml's selector leaves such jobs to nobody, so they cost nothing, even at a restart.
 FINISHED_LABEL = "training.ato.dev/finished"
+# Written on a job that is not finished but has nothing pending (no requeue, nothing to create,
+# patch or delete), valued with its metadata.generation: watches.yaml's selector leaves such a
+# job to the companion, which removes the label when the job's pods change (its wake) or its
+# spec does (the generation no longer matches). Running jobs then cost nothing at a restart.
+IDLE_LABEL = "training.ato.dev/idle"
 # Waiting for something that triggers no reconcile by itself: a deleted pod to be gone so its
 # replacement can be created, a config map or a Volcano PodGroup before the pods.
 WAIT_SECONDS = 2
@@ -91,6 +96,7 @@ class Plan(TypedDict):
     create_retry_after: str
     delete_job: bool
     final: bool
+    idle: str
     state: str
     metrics: dict[str, int]
     apply: bool
@@ -183,6 +189,8 @@ class _Pass:
         self.permanent_failures: list[str] = []
         # The job is final with nothing pending: the apply step labels it FINISHED_LABEL.
         self.final = False
+        # Whether an unfinished job with nothing pending may be labelled IDLE_LABEL.
+        self.may_idle = True
         # Nodes of terminating pods, by name; None when the observe step did not read them.
         nodes = observed.get("nodes")
         self.nodes = None if nodes is None else {n["metadata"]["name"]: n for n in nodes}
@@ -505,6 +513,7 @@ def plan(cr: dict[str, Any], observed: dict[str, Any], config: dict[str, Any], n
         # training-operator's ManagedByExternalController: another controller (Kueue's
         # MultiKueue) runs the job; this operator creates nothing and writes no status.
         p.status = p.old_status
+        p.may_idle = False
         return _result(p, kind)
     if pod_signature.pods_behind_wake(cr, list(p.pods.values()), p.now_dt):
         # The runtime's cache may not yet hold what woke this pass: decide from it, look again.
@@ -839,6 +848,7 @@ def _result(p: _Pass, kind: str) -> Plan:
     meta = p.cr.get("metadata") or {}
     status = p.status if changed else None
     final = p.final and FINISHED_LABEL not in (meta.get("labels") or {})
+    idle = _idle_label(p) if not final else ""
     return {
         "job": {
             "apiVersion": p.cr.get("apiVersion", ""),
@@ -862,10 +872,51 @@ def _result(p: _Pass, kind: str) -> Plan:
         "create_retry_after": f"{CREATE_RETRY_SECONDS}s" if p.create else "",
         "delete_job": p.delete_job,
         "final": final,
+        "idle": idle,
         "state": cond.current_state(p.conditions),
         "metrics": _metric_counts(p),
         # Whether the apply step has anything to do; the role skips it otherwise.
         "apply": bool(
-            p.create or p.update or p.delete or status is not None or p.events or p.delete_job or final
+            p.create
+            or p.update
+            or p.delete
+            or status is not None
+            or p.events
+            or p.delete_job
+            or final
+            or idle
         ),
     }
+
+
+def _idle_label(p: _Pass) -> str:
+    """The value of :data:`IDLE_LABEL` this pass leaves on the job (its generation), or "".
+
+    Only with the companion's wakes on (``config["wake"]``: they are what brings an idle job
+    back) and without a poll, and only when nothing is pending: a job that asked for a later
+    look, or that this pass creates, patches or deletes for, stays watched.
+    """
+    config = p.config
+    wake = str(config.get("wake", "")).lower() in ("true", "1", "yes")  # templated: maybe a string
+    if not wake or int(config.get("poll_seconds") or 0) > 0 or not p.may_idle:
+        return ""
+    if p.final or cond.is_finished(p.conditions) or p.requeue or p.delete_job:
+        return ""
+    if p.create or p.update or p.delete or p.recreating:
+        return ""
+    if IDLE_LABEL in ((p.cr.get("metadata") or {}).get("labels") or {}):
+        return ""
+    return idle_value(p.cr)
+
+
+def idle_value(cr: dict[str, Any]) -> str:
+    """What :data:`IDLE_LABEL` says of the job it is written on: its generation and a digest of
+    its annotations (a TensorBoard's log dir is one), so the companion can tell an edit made
+    while the job was idle; "" for a job without a generation. The wake annotation is left out:
+    the wake that changes it removes the label anyway."""
+    meta = cr.get("metadata") or {}
+    if not meta.get("generation"):
+        return ""
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != pod_signature.ANNOTATION}
+    digest = hashlib.blake2s(json.dumps(annotations, sort_keys=True).encode(), digest_size=4).hexdigest()
+    return f"{meta['generation']}-{digest}"

@@ -23,6 +23,7 @@ import time
 from collections.abc import Generator
 from typing import Any, Protocol
 
+from training_jobs.plan import IDLE_LABEL, idle_value
 from training_kube.client import ApiError, resource_path
 
 from training_wake.signature import (
@@ -44,6 +45,13 @@ DEFAULT_RESYNC = float(os.environ.get("WAKE_RESYNC_SECONDS") or 120)
 KIND_RETRY_MAX = 60.0
 
 Kinds = frozenset[tuple[str, str]]  # (apiVersion, kind)
+
+
+def edited_while_idle(job: dict[str, Any]) -> bool:
+    """Whether a job labelled IDLE_LABEL changed since the label was written (its value is
+    :func:`idle_value` of the job then)."""
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    return IDLE_LABEL in labels and labels[IDLE_LABEL] != idle_value(job)
 
 
 class KindRetry:
@@ -117,6 +125,10 @@ class Watcher:
         return result.get("items") or [], result["metadata"]["resourceVersion"]
 
     def _stream(self, namespace: str, selector: str, resource_version: str, timeout: float):
+        return self._watch(self._pods_path(namespace), selector, resource_version, timeout)
+
+    def _watch(self, path: str, selector: str, resource_version: str, timeout: float):
+        """The events of a watch on ``path`` from ``resource_version``, ERROR events raised."""
         query = {
             "labelSelector": selector,
             "watch": "true",
@@ -124,12 +136,17 @@ class Watcher:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(max(1, int(timeout))),
         }
-        with contextlib.closing(self.client.stream(self._pods_path(namespace), query, timeout)) as lines:
+        with contextlib.closing(self.client.stream(path, query, timeout)) as lines:
             for line in lines:
                 if self.stop.is_set():
                     return
-                if line.strip():
-                    yield json.loads(line)
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    raise ApiError(int(obj.get("code") or 500), obj.get("message", ""), "WATCH", path)
+                yield event
 
     def _jobs(self, namespace: str, kinds: Kinds) -> tuple[dict[JobKey, JobSeen], Kinds]:
         """Every job of ``kinds`` in the namespace ("" = all), as :func:`job_seen` reads it, and
@@ -213,10 +230,6 @@ class Watcher:
                     horizon = min(until, retry.at) if retry.kinds else until
                     for event in self._stream(namespace, selector, rv, min(300, horizon - time.monotonic())):
                         obj = event.get("object") or {}
-                        if event.get("type") == "ERROR":
-                            raise ApiError(
-                                int(obj.get("code") or 500), obj.get("message", ""), "WATCH", "pods"
-                            )
                         rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
                         if event.get("type") == "BOOKMARK":
                             continue
@@ -235,6 +248,55 @@ class Watcher:
                 log.exception("pod watch failed; listing again")
                 resumed = after_error = True
                 self.stop.wait(1)
+
+    def watch_idle(self, namespace: str, api_version: str, kind: str) -> None:
+        """Bring back the idle jobs of one kind that were edited: list and watch the jobs labelled
+        IDLE_LABEL, and remove the label from each whose spec or annotations are no longer what
+        they were when it was written (:func:`edited_while_idle`). The runtime's watch leaves
+        idle jobs out, so it would not see a ``suspend`` or a new replica count."""
+        path = resource_path(api_version, kind, namespace or None)
+        while not self.stop.is_set():
+            try:
+                listed = self.client.request("GET", path, owner=False, query={"labelSelector": IDLE_LABEL})
+                for job in listed.get("items") or []:
+                    self._bring_back_if_edited(api_version, kind, job)
+                rv = listed["metadata"]["resourceVersion"]
+                while not self.stop.is_set():
+                    for event in self._watch(path, IDLE_LABEL, rv, 300):
+                        obj = event.get("object") or {}
+                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                        if event.get("type") in ("ADDED", "MODIFIED"):
+                            self._bring_back_if_edited(api_version, kind, obj)
+            except ApiError as err:
+                if err.status == 404:  # the kind's CRD is not installed (yet)
+                    self.stop.wait(60)
+                    continue
+                log.info("idle %s watch restarts: %s", kind, err)
+                self.stop.wait(1)
+            except (OSError, ValueError) as err:
+                log.info("idle %s watch restarts: %s", kind, err)
+                self.stop.wait(1)
+            except Exception:
+                log.exception("idle %s watch failed; listing again", kind)
+                self.stop.wait(1)
+
+    def _bring_back_if_edited(self, api_version: str, kind: str, job: dict) -> None:
+        if not edited_while_idle(job):
+            return
+        meta = job.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        log.info("%s %s/%s was edited while idle: watched again", kind, namespace, name)
+        try:
+            self.client.request(
+                "PATCH",
+                resource_path(api_version, kind, namespace, name),
+                {"metadata": {"labels": {IDLE_LABEL: None}}},
+                content_type="application/merge-patch+json",
+                owner=False,
+            )
+        except ApiError as err:
+            if err.status != 404:
+                raise
 
     def signature_of(self, job: JobKey) -> str:
         for index in self.indexes.values():
@@ -260,10 +322,11 @@ class Watcher:
             api_version, kind, namespace, name = job
             path = resource_path(api_version, kind, namespace, name)
             try:
+                # The same write brings an idle job back to the runtime's watch.
                 self.client.request(
                     "PATCH",
                     path,
-                    {"metadata": {"annotations": {ANNOTATION: sig}}},
+                    {"metadata": {"annotations": {ANNOTATION: sig}, "labels": {IDLE_LABEL: None}}},
                     content_type="application/merge-patch+json",
                     owner=False,
                 )
@@ -285,5 +348,9 @@ class Watcher:
             for selector in POD_SELECTORS:
                 name = f"watch-{ns or 'all'}-{selector}"
                 threading.Thread(target=self.watch, args=(ns, selector), daemon=True, name=name).start()
+            for api_version, kind in sorted(set().union(*KINDS_BY_SELECTOR.values())):
+                name = f"idle-{ns or 'all'}-{kind}"
+                args = (ns, api_version, kind)
+                threading.Thread(target=self.watch_idle, args=args, daemon=True, name=name).start()
         while not self.stop.wait(self.debounce):
             self.flush()

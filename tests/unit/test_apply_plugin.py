@@ -249,3 +249,68 @@ def test_events_are_posted_without_the_proxys_owner_identity():
     _apply(client, first_plan())
     events = client.sent("POST", "/api/v1/namespaces/ns/events")
     assert events and all(call["owner"] is False for call in events)
+
+
+# --- an idle job: labelled under the resourceVersion this pass leaves it at ------------------
+JOB = "/apis/kubeflow.org/v1/namespaces/ns/tfjobs/job"
+
+
+class VersionedClient(RecordingClient):
+    """Answers a status write with the job at resourceVersion 8."""
+
+    def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
+        answer = super().request(method, path, body, content_type, owner, query)
+        return {"metadata": {"resourceVersion": "8"}} if path == STATUS else answer
+
+
+def idle_plan(status=True):
+    return {
+        "job": {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "name": "job",
+            "namespace": "ns",
+            "uid": "u",
+            "resourceVersion": "7",
+            "generation": 2,
+        },
+        "status": {"conditions": []} if status else None,
+        "idle": "2-abcd",
+        "apply": True,
+    }
+
+
+@pytest.mark.parametrize(("status", "version"), [(True, "8"), (False, "7")])
+def test_an_idle_job_is_labelled_under_the_version_this_pass_leaves_it_at(status, version):
+    client = VersionedClient()
+    _apply(client, idle_plan(status))
+    (label,) = [c for c in client.sent("PATCH") if c["path"] == JOB]
+    assert label["body"] == {
+        "metadata": {"resourceVersion": version, "labels": {"training.ato.dev/idle": "2-abcd"}}
+    }
+    assert label["owner"] is False
+
+
+def test_a_job_that_changed_meanwhile_is_not_labelled_idle():
+    # A wake came between the read and the label: the label write conflicts and is dropped.
+    client = VersionedClient([("PATCH", JOB, 409, "the object has been modified")])
+    done = _apply(client, idle_plan(status=False))
+    assert [c["path"] for c in client.sent("PATCH")] == [JOB]
+    assert not done["conflict"], "nothing to plan again: the wake brings the next pass"
+
+
+def test_a_status_written_only_after_a_conflict_leaves_the_job_watched():
+    # The conflict was a wake: the pass it queued must not be dropped by the label.
+    job = tfjob(TF_CHIEF)
+    job["metadata"].update({"resourceVersion": "7", "generation": 1})
+
+    class VersionedConflict(OneConflict):
+        def request(self, method, path, body=None, content_type="application/json", owner=True, query=None):
+            answer = super().request(method, path, body, content_type, owner, query)
+            return {"metadata": {"resourceVersion": "9"}} if path == STATUS else answer
+
+    client = VersionedConflict({"metadata": {"generation": 1, "resourceVersion": "8"}, "status": None})
+    result = {**plan(job, {}, {}, NOW), "create": [], "idle": "1-abcd"}
+    done = _apply(client, result)
+    assert done["status_written"], "written under the new version"
+    assert [c for c in client.sent("PATCH") if c["path"] == JOB] == []

@@ -379,7 +379,9 @@ def test_the_watcher_wakes_a_job_through_the_client(api, tmp_path):
     assert patch["body"] == {
         "metadata": {
             # Computed from the pod by the signature module, not read back from the watcher.
-            "annotations": {ANNOTATION: signature({"mnist-worker-0": pod_state(POD)})}
+            "annotations": {ANNOTATION: signature({"mnist-worker-0": pod_state(POD)})},
+            # The same write brings an idle job back to the runtime's watch.
+            "labels": {"training.ato.dev/idle": None},
         }
     }
     assert set(api.tokens()) == {"Bearer tok-1"}

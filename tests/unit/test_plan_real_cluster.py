@@ -12,7 +12,14 @@ import pytest
 from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, tfjob, with_phases
 from training_jobs import conditions as cond
 from training_jobs import pod_signature
-from training_jobs.plan import DEFAULT_EVICTION_LIMIT, MAX_REPORTED_PROBLEMS, plan, refused_status_plan
+from training_jobs.plan import (
+    DEFAULT_EVICTION_LIMIT,
+    IDLE_LABEL,
+    MAX_REPORTED_PROBLEMS,
+    idle_value,
+    plan,
+    refused_status_plan,
+)
 
 VOLCANO = {"gang_scheduler": "volcano"}
 
@@ -422,3 +429,59 @@ def test_a_refused_status_fails_the_job_with_a_small_status():
     assert last["type"] == cond.FAILED and "refused its status" in last["message"]
     assert "reportedPodProblems" not in result["status"] and result["status"]["completionTime"] == LATER
     assert result["metrics"] == {"failed": 1}
+
+
+# --- idle jobs: left to the companion until their pods or their spec change -------------------
+WAKE_ON = {"wake": True, "poll_seconds": 0}
+
+
+def idle_candidate(**meta):
+    job, observed = created(tfjob([("Worker", 2)]))
+    job["metadata"].update({"generation": 2, **meta})
+    return job, {**observed, "pods": with_phases(observed["pods"], {})}
+
+
+def test_a_running_job_with_nothing_pending_is_left_idle_under_its_generation():
+    job, observed = idle_candidate()
+    result = plan(job, observed, WAKE_ON, LATER)
+    assert state(result, job) == cond.RUNNING
+    assert result["idle"] == idle_value(job) and result["idle"].startswith("2-")
+    assert result["apply"], "the label is a write"
+
+
+@pytest.mark.parametrize(
+    ("case", "config", "meta", "phases"),
+    [
+        ("the companion does not wake jobs (JOB_WAKE=false)", {"wake": False}, {}, {}),
+        ("the config says nothing of wakes", {}, {}, {}),
+        ("the wake arrives templated as a string", {"wake": "False"}, {}, {}),
+        ("the job is polled", {**WAKE_ON, "poll_seconds": 3}, {}, {}),
+        ("already idle (a pass queued before the label)", WAKE_ON, {"labels": {IDLE_LABEL: "2-x"}}, {}),
+        ("a job without a generation", WAKE_ON, {"generation": None}, {}),
+        ("the job finishes in this pass", WAKE_ON, {}, {"job-worker-0": ok(), "job-worker-1": ok()}),
+        ("a failed pod is recreated", WAKE_ON, {}, {"job-worker-0": failed(1)}),
+    ],
+)
+def test_a_job_with_something_pending_or_nobody_to_bring_it_back_stays_watched(case, config, meta, phases):
+    job, observed = idle_candidate(**meta)
+    if phases:
+        job["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
+        observed = {**observed, "pods": with_phases(observed["pods"], phases)}
+    assert plan(job, observed, config, LATER)["idle"] == "", case
+
+
+def test_a_job_that_asks_for_a_later_look_stays_watched():
+    job, observed = idle_candidate()
+    job["spec"]["runPolicy"] = {"activeDeadlineSeconds": 3600}
+    result = plan(job, observed, WAKE_ON, LATER)
+    assert result["requeue_after"] and result["idle"] == ""
+
+
+def test_the_idle_label_says_the_generation_and_the_annotations():
+    job, _ = idle_candidate()
+    base = idle_value(job)
+    edited = {**job, "metadata": {**job["metadata"], "generation": 3}}
+    annotated = {**job, "metadata": {**job["metadata"], "annotations": {"note": "x"}}}
+    woken = {**job, "metadata": {**job["metadata"], "annotations": {pod_signature.ANNOTATION: "Running=2"}}}
+    assert len({base, idle_value(edited), idle_value(annotated)}) == 3
+    assert idle_value(woken) == base, "the wake annotation is not an edit"

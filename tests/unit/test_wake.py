@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from training_jobs.plan import IDLE_LABEL, idle_value
 from training_jobs.registry import PROFILES
 from training_kube.client import ApiError
 from training_wake.signature import (
@@ -325,7 +326,12 @@ def test_after_a_list_the_watcher_wakes_jobs_that_missed_a_change_and_retries_fa
     assert watcher.flush() == 1, "kept and written once it is back"
     (path, body), *_ = client.patches
     assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist"
-    assert body == {"metadata": {"annotations": {ANNOTATION: signature({"a": RUNNING, "b": SUCCEEDED})}}}
+    assert body == {
+        "metadata": {
+            "annotations": {ANNOTATION: signature({"a": RUNNING, "b": SUCCEEDED})},
+            "labels": {IDLE_LABEL: None},
+        }
+    }
     assert watcher.flush() == 0, "nothing new: nothing written"
 
 
@@ -342,7 +348,7 @@ def test_after_a_watch_error_the_watcher_also_wakes_jobs_without_pods_once():
     assert client.patches == [
         (
             "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist",
-            {"metadata": {"annotations": {ANNOTATION: ""}}},
+            {"metadata": {"annotations": {ANNOTATION: ""}, "labels": {IDLE_LABEL: None}}},
         )
     ]
 
@@ -388,3 +394,51 @@ def test_kinds_that_failed_are_tried_again_after_one_second_then_twice_as_long_e
     now[0] += 3600
     assert not retry.due(), "nothing left to try"
     assert not KindRetry(frozenset(), after_error=False).due()
+
+
+def idle_job(generation=3, annotations=None, labelled_at=None):
+    job = {"metadata": {"name": "mnist", "namespace": "team", "generation": generation}}
+    job["metadata"]["annotations"] = dict(annotations or {})
+    value = idle_value(labelled_at or job)
+    job["metadata"]["labels"] = {IDLE_LABEL: value}
+    return job
+
+
+@pytest.mark.parametrize(
+    ("case", "now", "edited"),
+    [
+        ("nothing changed", {}, False),
+        ("the spec changed (suspend, replicas)", {"generation": 4}, True),
+        ("an annotation was added (a TensorBoard's log dir)", {"annotations": {"x": "y"}}, True),
+        ("only the wake signature changed", {"annotations": {ANNOTATION: "Running=1"}}, False),
+    ],
+)
+def test_an_idle_job_is_brought_back_when_it_was_edited(case, now, edited):
+    from training_wake.watcher import edited_while_idle
+
+    then = idle_job()
+    job = idle_job(now.get("generation", 3), now.get("annotations"), labelled_at=then)
+    assert edited_while_idle(job) == edited, case
+
+
+def test_a_job_without_the_idle_label_is_not_brought_back():
+    from training_wake.watcher import edited_while_idle
+
+    job = idle_job()
+    del job["metadata"]["labels"][IDLE_LABEL]
+    assert not edited_while_idle(job)
+
+
+def test_the_idle_watch_removes_the_label_of_an_edited_job_only():
+    from training_wake.watcher import Watcher
+
+    edited = idle_job(4, labelled_at=idle_job(3))
+    edited["metadata"]["name"] = "edited"
+    untouched = idle_job(3)
+    client = RecordingClient([])
+    watcher = Watcher(client)
+    for job in (edited, untouched):
+        watcher._bring_back_if_edited("kubeflow.org/v1", "TFJob", job)
+    assert client.patches == [
+        ("/apis/kubeflow.org/v1/namespaces/team/tfjobs/edited", {"metadata": {"labels": {IDLE_LABEL: None}}})
+    ]

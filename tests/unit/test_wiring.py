@@ -23,7 +23,12 @@ STANDARD_WATCH = {
     "snakeCaseParameters": False,
     "watchDependentResources": True,
     "watchAnnotationsChanges": True,
-    "selector": {"matchExpressions": [{"key": "training.ato.dev/finished", "operator": "DoesNotExist"}]},
+    "selector": {
+        "matchExpressions": [
+            {"key": "training.ato.dev/finished", "operator": "DoesNotExist"},
+            {"key": "training.ato.dev/idle", "operator": "DoesNotExist"},
+        ]
+    },
 }
 
 
