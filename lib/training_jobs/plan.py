@@ -49,6 +49,9 @@ FINISHED_LABEL = "training.ato.dev/finished"
 # job to the companion, which removes the label when the job's pods change (its wake) or its
 # spec does (the generation no longer matches). Running jobs then cost nothing at a restart.
 IDLE_LABEL = "training.ato.dev/idle"
+# Written with the label's removal when an idle job was edited: the runtime's selector is only a
+# filter on its events, and a label change alone passes none of them; an annotation change does.
+EDITED_WHILE_IDLE = "training.ato.dev/edited-while-idle"
 # Waiting for something that triggers no reconcile by itself: a deleted pod to be gone so its
 # replacement can be created, a config map or a Volcano PodGroup before the pods.
 WAIT_SECONDS = 2
@@ -912,11 +915,12 @@ def _idle_label(p: _Pass) -> str:
 def idle_value(cr: dict[str, Any]) -> str:
     """What :data:`IDLE_LABEL` says of the job it is written on: its generation and a digest of
     its annotations (a TensorBoard's log dir is one), so the companion can tell an edit made
-    while the job was idle; "" for a job without a generation. The wake annotation is left out:
-    the wake that changes it removes the label anyway."""
+    while the job was idle; "" for a job without a generation. The companion's own annotations
+    are left out: the wake that changes the signature removes the label anyway."""
     meta = cr.get("metadata") or {}
     if not meta.get("generation"):
         return ""
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != pod_signature.ANNOTATION}
+    own = (pod_signature.ANNOTATION, EDITED_WHILE_IDLE)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in own}
     digest = hashlib.blake2s(json.dumps(annotations, sort_keys=True).encode(), digest_size=4).hexdigest()
     return f"{meta['generation']}-{digest}"

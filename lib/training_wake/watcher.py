@@ -23,7 +23,7 @@ import time
 from collections.abc import Generator
 from typing import Any, Protocol
 
-from training_jobs.plan import IDLE_LABEL, idle_value
+from training_jobs.plan import EDITED_WHILE_IDLE, IDLE_LABEL, idle_value
 from training_kube.client import ApiError, resource_path
 
 from training_wake.signature import (
@@ -286,11 +286,19 @@ class Watcher:
         meta = job.get("metadata") or {}
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
         log.info("%s %s/%s was edited while idle: watched again", kind, namespace, name)
+        # The runtime's selector filters its events: the label's removal alone would pass none of
+        # them (it reconciles on a spec or an annotation change), so an annotation says why.
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         try:
             self.client.request(
                 "PATCH",
                 resource_path(api_version, kind, namespace, name),
-                {"metadata": {"labels": {IDLE_LABEL: None}}},
+                {
+                    "metadata": {
+                        "labels": {IDLE_LABEL: None},
+                        "annotations": {EDITED_WHILE_IDLE: f"{idle_value(job)} at {when}"},
+                    }
+                },
                 content_type="application/merge-patch+json",
                 owner=False,
             )

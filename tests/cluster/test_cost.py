@@ -20,6 +20,7 @@ pytestmark = pytest.mark.cluster
 
 NS = "ato-cost"
 FINISHED = "training.ato.dev/finished"
+IDLE = "training.ato.dev/idle"
 COMPANION = "python3 -m training_companion"
 
 namespace = namespace_fixture(NS)
@@ -69,6 +70,36 @@ def test_an_idle_running_job_runs_no_ansible():
     # Longer than the 30 s safety-net poll this replaces.
     time.sleep(35)
     assert runs(name) == before, "an idle job's pods changed nothing: no Ansible run"
+
+
+def labels(name):
+    return get("tfjob", "-n", NS, name)["metadata"].get("labels") or {}
+
+
+def test_a_running_job_is_left_idle_and_its_pods_bring_it_back():
+    name = tfjob(unique("parked"), {"Worker": replica(0, run_for="20s", policy="Never")})
+    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} labelled idle")
+    assert state(name) == "Running"
+    generation = get("tfjob", "-n", NS, name)["metadata"]["generation"]
+    assert labels(name)[IDLE].startswith(f"{generation}-"), "the label says the generation it was left at"
+    # Its pod ends: the companion's wake removes the label, and the runtime sees the job again.
+    wait_for(lambda: state(name) == "Succeeded", timeout=BUSY, what=f"{name} Succeeded while idle")
+    wait_for(lambda: FINISHED in labels(name), timeout=BUSY, what="the finished label")
+    assert IDLE not in labels(name)
+
+
+def test_an_idle_job_that_is_edited_is_watched_again():
+    name = tfjob(unique("edited"), {"Worker": replica()})
+    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} labelled idle")
+    before = runs(name)
+    kubectl("patch", "tfjob", "-n", NS, name, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":true}}}')
+    wait_for(lambda: state(name) == "Suspended", timeout=BUSY, what=f"{name} suspended while idle")
+    assert runs(name) > before
+    wait_for(
+        lambda: kubectl("get", "pod", "-n", NS, f"{name}-worker-0", check=False).returncode != 0,
+        timeout=BUSY,
+        what="its pod deleted",
+    )
 
 
 def test_a_finished_job_is_labelled_and_never_reconciled_again():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from training_jobs.plan import IDLE_LABEL, idle_value
+from training_jobs.plan import EDITED_WHILE_IDLE, IDLE_LABEL, idle_value
 from training_jobs.registry import PROFILES
 from training_kube.client import ApiError
 from training_wake.signature import (
@@ -411,6 +411,7 @@ def idle_job(generation=3, annotations=None, labelled_at=None):
         ("the spec changed (suspend, replicas)", {"generation": 4}, True),
         ("an annotation was added (a TensorBoard's log dir)", {"annotations": {"x": "y"}}, True),
         ("only the wake signature changed", {"annotations": {ANNOTATION: "Running=1"}}, False),
+        ("only the companion's note changed", {"annotations": {EDITED_WHILE_IDLE: "3-x at then"}}, False),
     ],
 )
 def test_an_idle_job_is_brought_back_when_it_was_edited(case, now, edited):
@@ -439,6 +440,9 @@ def test_the_idle_watch_removes_the_label_of_an_edited_job_only():
     watcher = Watcher(client)
     for job in (edited, untouched):
         watcher._bring_back_if_edited("kubeflow.org/v1", "TFJob", job)
-    assert client.patches == [
-        ("/apis/kubeflow.org/v1/namespaces/team/tfjobs/edited", {"metadata": {"labels": {IDLE_LABEL: None}}})
-    ]
+    ((path, body),) = client.patches
+    assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/edited"
+    assert body["metadata"]["labels"] == {IDLE_LABEL: None}
+    # The runtime reconciles on an annotation change, not on a label's: the patch carries one.
+    (note,) = body["metadata"]["annotations"].values()
+    assert note.startswith(f"{idle_value(edited)} at ")
