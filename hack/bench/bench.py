@@ -112,6 +112,16 @@ def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> subproc
     )
 
 
+def clear_earlier_runs() -> None:
+    """Delete what an interrupted run left: its jobs would be reconciled by this run's operator
+    (a restart re-runs every job it holds) and count in this run's numbers."""
+    listed = kubectl("get", "namespaces", "-o", "name", check=False).stdout.split()
+    left = [name.removeprefix("namespace/") for name in listed if name.startswith("namespace/bench-")]
+    if left:
+        log(f"deleting {len(left)} namespace(s) an earlier run left: {' '.join(left)}")
+        kubectl("delete", "namespace", *left, "--wait=true", "--timeout=600s", check=False)
+
+
 def http_ok(url: str) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -496,6 +506,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     config.load_kube_config()
+    clear_earlier_runs()
     env = {**os.environ, "MAX_CONCURRENT_RECONCILES": args.concurrency}
     results: dict = {
         "meta": {
