@@ -15,6 +15,7 @@ import kube
 import pytest
 from kube import get, kubectl, namespace_fixture, replica, wait_for
 from test_lifecycle import unique
+from training_jobs.pod_signature import WAKE_MANAGER
 
 pytestmark = pytest.mark.cluster
 
@@ -100,6 +101,38 @@ def test_an_idle_job_that_is_edited_is_watched_again():
         timeout=BUSY,
         what="its pod deleted",
     )
+
+
+def pod_uid(name: str) -> str | None:
+    found = kubectl("get", "pod", "-n", NS, name, "-o", "jsonpath={.metadata.uid}", check=False)
+    return found.stdout or None
+
+
+def last_wake(name: str) -> str:
+    """When the companion last wrote the job (its field manager's time, to the second)."""
+    fields = get("tfjob", "-n", NS, name, "--show-managed-fields")["metadata"].get("managedFields") or []
+    return max((f["time"] for f in fields if f.get("manager") == WAKE_MANAGER), default="")
+
+
+def test_an_idle_job_whose_pod_is_force_deleted_is_woken():
+    """Even a force delete (grace 0) marks the pod deleted before the API server removes it, and
+    that wakes the job. The runtime's own watch on the pods it created would reconcile the job
+    here too, but after an operator restart an idle job's pods are in no watch of the runtime's:
+    only the companion wakes it."""
+    name = tfjob(unique("forced"), {"Worker": replica()})
+    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} labelled idle")
+    victim = f"{name}-worker-0"
+    before = pod_uid(victim)
+    assert before, f"{victim} exists"
+    # Its pod's wakes are over (the job is idle); a later one is on a later second.
+    woken_before = last_wake(name)
+    assert woken_before, "the companion woke the job when its pod ran"
+    time.sleep(1.1)
+    kubectl("delete", "pod", "-n", NS, victim, "--grace-period=0", "--force", "--wait=false")
+    wait_for(lambda: last_wake(name) > woken_before, timeout=10, what=f"{name} woken for its vanished pod")
+    wait_for(lambda: pod_uid(victim) not in (None, before), timeout=BUSY, what=f"{victim} created again")
+    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} idle again")
+    assert state(name) == "Running"
 
 
 def test_a_finished_job_is_labelled_and_never_reconciled_again():

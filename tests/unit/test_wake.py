@@ -95,6 +95,12 @@ def test_scaling_that_keeps_every_count_still_changes_the_signature():
     assert signature(before) != signature(after)
 
 
+def terminating(phase="Running"):
+    p = pod(phase=phase)
+    p["metadata"]["deletionTimestamp"] = "2026-11-23T10:00:00Z"
+    return p
+
+
 def counts_of(sig: str) -> str:
     return sig.split(";")[0]
 
@@ -112,7 +118,12 @@ def counts_of(sig: str) -> str:
         # an in-place container restart (backoffLimit counts it) and a new problem wake it
         ([("ADDED", pod(phase="Running")), ("MODIFIED", pod(phase="Running", restarts=1))], [None, JOB]),
         ([("ADDED", pod()), ("MODIFIED", pod(unschedulable=True))], [None, JOB]),
-        # deletions already trigger the runtime's own watch
+        # a pod's deletion: the API server marks it first, even with grace 0, and that wakes the
+        # job; its removal does not wake it again
+        (
+            [("ADDED", pod(phase="Running")), ("MODIFIED", terminating()), ("DELETED", terminating())],
+            [None, JOB, None],
+        ),
         ([("ADDED", pod()), ("DELETED", pod())], [None, None]),
         # a MODIFIED for a pod never seen (the watch started late) records it without waking
         ([("MODIFIED", pod(phase="Running"))], [None]),
