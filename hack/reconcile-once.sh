@@ -20,7 +20,7 @@ cr = json.load(sys.stdin)
 group = cr["apiVersion"].split("/")[0].replace(".", "_").replace("-", "_")
 var = "_%s_%s" % (group, cr["kind"].lower())
 meta = {"name": cr["metadata"]["name"], "namespace": cr["metadata"]["namespace"]}
-json.dump({var: cr, "ansible_operator_meta": meta, "reconcile_once_role": sys.argv[1]}, sys.stdout)
+json.dump({var: cr, "ansible_operator_meta": meta, "training_job_role": sys.argv[1]}, sys.stdout)
 ' "$kind" >"$vars"
 export ANSIBLE_CONFIG="$root/ansible.cfg" ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
-exec "$root/.venv/bin/ansible-playbook" "$root/playbooks/reconcile-once.yml" -e "@$vars" "${@:4}"
+exec "$root/.venv/bin/ansible-playbook" "$root/playbooks/reconcile.yml" -e "@$vars" "${@:4}"

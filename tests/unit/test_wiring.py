@@ -64,7 +64,8 @@ def test_watch_entry_with_the_standard_flags(kind):
     (entry,) = [w for w in watches if (w["group"], w["kind"]) == (group, PROFILES[kind].kind)]
     assert entry["version"] == watched_version(kind)
     assert {k: entry.get(k) for k in STANDARD_WATCH} == STANDARD_WATCH
-    assert entry["role"] == kind
+    assert entry["playbook"] == "playbooks/reconcile.yml"
+    assert entry["vars"] == {"training_job_role": kind}
 
 
 def test_no_two_watches_share_the_runtimes_controller_name():
