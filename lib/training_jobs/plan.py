@@ -897,7 +897,8 @@ def _idle_label(p: _Pass) -> str:
 
     Only with the companion's wakes on (``config["wake"]``: they are what brings an idle job
     back) and without a poll, and only when nothing is pending: a job that asked for a later
-    look, or that this pass creates, patches or deletes for, stays watched.
+    look, or that this pass creates, patches or deletes for, stays watched, and so does a job
+    whose pods are still starting (:func:`_on_its_way`).
     """
     config = p.config
     wake = str(config.get("wake", "")).lower() in ("true", "1", "yes")  # templated: maybe a string
@@ -909,7 +910,17 @@ def _idle_label(p: _Pass) -> str:
         return ""
     if IDLE_LABEL in ((p.cr.get("metadata") or {}).get("labels") or {}):
         return ""
+    if any(_on_its_way(pod) for pod in p.pods.values()):
+        return ""
     return idle_value(p.cr)
+
+
+def _on_its_way(pod: dict[str, Any]) -> bool:
+    """A pod still starting, with no problem to report: its next state (running, or a problem)
+    changes the job's pod signature, and that wake brings the next pass anyway. Labelling the
+    job idle before would be a write for nothing, once per batch of pods that start."""
+    phase, _, problems = pod_signature.pod_state(pod)
+    return phase == "Pending" and not problems
 
 
 def idle_value(cr: dict[str, Any]) -> str:

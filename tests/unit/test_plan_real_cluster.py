@@ -9,7 +9,7 @@ names.
 from __future__ import annotations
 
 import pytest
-from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, tfjob, with_phases
+from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, pending, tfjob, with_phases
 from training_jobs import conditions as cond
 from training_jobs import pod_signature
 from training_jobs.plan import (
@@ -460,6 +460,7 @@ def test_a_running_job_with_nothing_pending_is_left_idle_under_its_generation():
         ("a job without a generation", WAKE_ON, {"generation": None}, {}),
         ("the job finishes in this pass", WAKE_ON, {}, {"job-worker-0": ok(), "job-worker-1": ok()}),
         ("a failed pod is recreated", WAKE_ON, {}, {"job-worker-0": failed(1)}),
+        ("a pod is still starting: its start is the next wake", WAKE_ON, {}, {"job-worker-1": pending()}),
     ],
 )
 def test_a_job_with_something_pending_or_nobody_to_bring_it_back_stays_watched(case, config, meta, phases):
@@ -468,6 +469,18 @@ def test_a_job_with_something_pending_or_nobody_to_bring_it_back_stays_watched(c
         job["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
         observed = {**observed, "pods": with_phases(observed["pods"], phases)}
     assert plan(job, observed, config, LATER)["idle"] == "", case
+
+
+def test_a_job_whose_pod_cannot_start_is_left_idle():
+    """A pod that waits on a problem (no node fits it) may wait for hours: the job is left idle,
+    and a change of the problem wakes it."""
+    job, observed = idle_candidate()
+    (stuck, *_) = [p for p in observed["pods"] if p["metadata"]["name"] == "job-worker-1"]
+    stuck["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    assert plan(job, observed, WAKE_ON, LATER)["idle"] == idle_value(job)
 
 
 def test_a_job_that_asks_for_a_later_look_stays_watched():
