@@ -34,7 +34,8 @@ package=ansible-training-operator
 channel=candidate
 csv=$package.v$VERSION
 mark=ato.dev/olm-test   # label on what this test creates, so a leftover run is recognised
-timeout=${OLM_TEST_TIMEOUT:-240}
+# Only catches a hang: on a busy machine OLM takes minutes (about 1 on a quiet one).
+timeout=${OLM_TEST_TIMEOUT:-600}
 work="$root/.local/olm-test"
 cd "$root"
 

@@ -225,7 +225,7 @@ def test_the_companion_wakes_jobs_as_an_exec_plugin_user(tmp_path, companion, op
     pod = job_with_a_pod(name)
     log = companion(exec_kubeconfig(tmp_path, exec_user(tmp_path)))
     # Its first list finds the job's annotation behind its pod and writes it.
-    wait_for(lambda: annotation(name) == signature_of(pod), timeout=60, what="the pod signature on the job")
+    wait_for(lambda: annotation(name) == signature_of(pod), what="the pod signature on the job")
     assert f"listed 1 pod(s) with {WAKE_LABEL} in {NS}" in log.read_text()
     assert "waking 1 job(s) whose pods changed unwatched" in log.read_text()
     assert (tmp_path / "plugin-calls").read_text().strip(), "the exec plugin was run"
@@ -238,6 +238,6 @@ def test_the_companion_wakes_jobs_as_an_exec_plugin_user(tmp_path, companion, op
     )  # fmt: skip
     changed = get("pod", "-n", NS, pod["metadata"]["name"])
     assert signature_of(changed) != signature_of(pod)
-    wait_for(lambda: annotation(name) == signature_of(changed), timeout=30, what="the new pod signature")
+    wait_for(lambda: annotation(name) == signature_of(changed), what="the new pod signature")
     time.sleep(2)  # a write that failed would be logged within a flush or two
     assert not failures(log), log.read_text()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import kube
 import pytest
-from kube import get, kubectl, namespace_fixture, replica, wait_for
+from kube import HANG_S, finish_pod, get, kubectl, namespace_fixture, replica, wait_for
 from test_lifecycle import unique
 from training_jobs.pod_signature import WAKE_MANAGER
 
@@ -25,9 +25,6 @@ IDLE = "training.ato.dev/idle"
 COMPANION = "python3 -m training_companion"
 
 namespace = namespace_fixture(NS)
-# How long a job may wait for the operator: these tests share it with the upstream replay, which
-# hack/test.sh runs beside them and which creates dozens of jobs at once.
-BUSY = 120
 
 
 def runs(name: str) -> int:
@@ -50,9 +47,11 @@ def state(name):
     return conditions[-1]["type"] if conditions else ""
 
 
-def settled(name, quiet=3.0, timeout=30.0):
-    """Wait until the job's Ansible runs stop for ``quiet`` seconds; the count then."""
-    deadline = time.monotonic() + timeout
+def settled(name, quiet=3.0):
+    """Wait until the job's Ansible runs stop for ``quiet`` seconds; the count then. Call it once
+    the job is labelled idle or finished, after which no pass may start: the quiet spell then
+    only lets a pass already under way be counted, however slowly the machine runs it."""
+    deadline = time.monotonic() + HANG_S
     count = runs(name)
     while time.monotonic() < deadline:
         time.sleep(quiet)
@@ -65,7 +64,8 @@ def settled(name, quiet=3.0, timeout=30.0):
 
 def test_an_idle_running_job_runs_no_ansible():
     name = tfjob(unique("idle"), {"PS": replica(), "Worker": {**replica(), "replicas": 2}})
-    wait_for(lambda: state(name) == "Running", timeout=BUSY, what=f"{name} running")
+    wait_for(lambda: state(name) == "Running", what=f"{name} running")
+    wait_for(lambda: IDLE in labels(name), what=f"{name} labelled idle")
     before = settled(name)
     assert before > 0, "the operator log counts this job's Ansible runs (else nothing below can fail)"
     # Longer than the 30 s safety-net poll this replaces.
@@ -78,27 +78,28 @@ def labels(name):
 
 
 def test_a_running_job_is_left_idle_and_its_pods_bring_it_back():
-    name = tfjob(unique("parked"), {"Worker": replica(0, run_for="20s", policy="Never")})
-    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} labelled idle")
+    # Its pod runs until the test ends it: the job must be seen idle while it runs.
+    name = tfjob(unique("parked"), {"Worker": replica(policy="Never")})
+    wait_for(lambda: IDLE in labels(name), what=f"{name} labelled idle")
     assert state(name) == "Running"
     generation = get("tfjob", "-n", NS, name)["metadata"]["generation"]
     assert labels(name)[IDLE].startswith(f"{generation}-"), "the label says the generation it was left at"
     # Its pod ends: the companion's wake removes the label, and the runtime sees the job again.
-    wait_for(lambda: state(name) == "Succeeded", timeout=BUSY, what=f"{name} Succeeded while idle")
-    wait_for(lambda: FINISHED in labels(name), timeout=BUSY, what="the finished label")
+    finish_pod(NS, f"{name}-worker-0")
+    wait_for(lambda: state(name) == "Succeeded", what=f"{name} Succeeded while idle")
+    wait_for(lambda: FINISHED in labels(name), what="the finished label")
     assert IDLE not in labels(name)
 
 
 def test_an_idle_job_that_is_edited_is_watched_again():
     name = tfjob(unique("edited"), {"Worker": replica()})
-    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} labelled idle")
+    wait_for(lambda: IDLE in labels(name), what=f"{name} labelled idle")
     before = runs(name)
     kubectl("patch", "tfjob", "-n", NS, name, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":true}}}')
-    wait_for(lambda: state(name) == "Suspended", timeout=BUSY, what=f"{name} suspended while idle")
+    wait_for(lambda: state(name) == "Suspended", what=f"{name} suspended while idle")
     assert runs(name) > before
     wait_for(
         lambda: kubectl("get", "pod", "-n", NS, f"{name}-worker-0", check=False).returncode != 0,
-        timeout=BUSY,
         what="its pod deleted",
     )
 
@@ -120,7 +121,7 @@ def test_an_idle_job_whose_pod_is_force_deleted_is_woken():
     here too, but after an operator restart an idle job's pods are in no watch of the runtime's:
     only the companion wakes it."""
     name = tfjob(unique("forced"), {"Worker": replica()})
-    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} labelled idle")
+    wait_for(lambda: IDLE in labels(name), what=f"{name} labelled idle")
     victim = f"{name}-worker-0"
     before = pod_uid(victim)
     assert before, f"{victim} exists"
@@ -129,18 +130,17 @@ def test_an_idle_job_whose_pod_is_force_deleted_is_woken():
     assert woken_before, "the companion woke the job when its pod ran"
     time.sleep(1.1)
     kubectl("delete", "pod", "-n", NS, victim, "--grace-period=0", "--force", "--wait=false")
-    wait_for(lambda: last_wake(name) > woken_before, timeout=10, what=f"{name} woken for its vanished pod")
-    wait_for(lambda: pod_uid(victim) not in (None, before), timeout=BUSY, what=f"{victim} created again")
-    wait_for(lambda: IDLE in labels(name), timeout=BUSY, what=f"{name} idle again")
+    wait_for(lambda: last_wake(name) > woken_before, what=f"{name} woken for its vanished pod")
+    wait_for(lambda: pod_uid(victim) not in (None, before), what=f"{victim} created again")
+    wait_for(lambda: IDLE in labels(name), what=f"{name} idle again")
     assert state(name) == "Running"
 
 
 def test_a_finished_job_is_labelled_and_never_reconciled_again():
     name = tfjob(unique("final"), {"Worker": replica(0)})
-    wait_for(lambda: state(name) == "Succeeded", timeout=BUSY, what=f"{name} succeeds")
+    wait_for(lambda: state(name) == "Succeeded", what=f"{name} succeeds")
     wait_for(
         lambda: get("tfjob", "-n", NS, name)["metadata"].get("labels", {}).get(FINISHED) == "true",
-        timeout=BUSY,
         what="the finished label",
     )
     before = settled(name)
@@ -155,7 +155,6 @@ def test_a_job_with_a_ttl_is_deleted_on_time_without_the_label():
     name = tfjob(unique("ttl"), {"Worker": replica(0)}, {"ttlSecondsAfterFinished": 2})
     wait_for(
         lambda: kubectl("get", "tfjob", "-n", NS, name, check=False).returncode != 0,
-        timeout=BUSY,
         what=f"{name} deleted by its TTL",
     )
 
@@ -168,13 +167,13 @@ def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
     """Nothing polls a job: while the companion is frozen its pod finishes unseen; once it is
     killed, the supervisor (hack/run.sh; the kubelet in a pod) starts it again and its first
     list wakes the job whose annotation is behind."""
-    name = tfjob(unique("companion"), {"Worker": replica(0, run_for="6s", policy="Never")})
-    wait_for(lambda: state(name) == "Running", timeout=BUSY, what=f"{name} running")
+    name = tfjob(unique("companion"), {"Worker": replica(policy="Never")})
+    wait_for(lambda: state(name) == "Running", what=f"{name} running")
     signal_companion("STOP")
     try:
+        finish_pod(NS, f"{name}-worker-0")
         wait_for(
             lambda: get("pod", "-n", NS, f"{name}-worker-0")["status"].get("phase") == "Succeeded",
-            timeout=30,
             what="the pod finished while nobody watched",
         )
         time.sleep(2)
@@ -183,7 +182,6 @@ def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
         signal_companion("KILL")
     wait_for(
         lambda: state(name) == "Succeeded",
-        timeout=BUSY,
         what=f"{name} Succeeded after the companion came back",
     )
     assert subprocess.run(["pgrep", "-f", "--", COMPANION], check=False).returncode == 0, (

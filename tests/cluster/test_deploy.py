@@ -301,7 +301,7 @@ def test_kubeflow_profile_users_may_run_every_kind(kubeflow_roles, job):
         return may(USERS["edit"], "create", group, resource, "default")
 
     # The aggregation controller fills the aggregated role shortly after it is created.
-    wait_for(allowed, timeout=30, what=f"kubeflow-edit may create {resource}.{group}")
+    wait_for(allowed, what=f"kubeflow-edit may create {resource}.{group}")
     assert may(USERS["view"], "get", group, resource, "default")
     assert not may(USERS["view"], "create", group, resource, "default")
 
@@ -361,7 +361,6 @@ def test_undeploy_removes_the_operator_and_keeps_the_crds():
     assert result.returncode == 0, result.stderr[-3000:]
     assert kubectl("get", "namespace", NS, check=False).returncode != 0 or wait_for(
         lambda: kubectl("get", "namespace", NS, check=False).returncode != 0,
-        timeout=30,
         what="namespace gone",
     )
     for kind in ("clusterrole", "clusterrolebinding"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from kube import get, namespace_fixture, wait_for
+from kube import HANG_S, get, namespace_fixture, wait_for
 from kubeflow.training import TrainingClient, models
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
@@ -138,14 +138,17 @@ def test_training_client_runs_a_job(client, kind):
     name = job.metadata.name
     client.create_job(job)
     client.wait_for_job_conditions(
-        name, job_kind=kind, expected_conditions={"Running", "Succeeded"}, wait_timeout=90, polling_interval=1
+        name,
+        job_kind=kind,
+        expected_conditions={"Running", "Succeeded"},
+        wait_timeout=HANG_S,
+        polling_interval=1,
     )
     assert [p.metadata.name for p in client.get_job_pods(name, is_master=True)] == [master_pod]
-    finished = client.wait_for_job_conditions(name, job_kind=kind, wait_timeout=120, polling_interval=1)
+    finished = client.wait_for_job_conditions(name, job_kind=kind, wait_timeout=HANG_S, polling_interval=1)
     assert client.is_job_succeeded(name, job_kind=kind, job=finished)
     client.delete_job(name, job_kind=kind)
     wait_for(
         lambda: not get(f"{kind.lower()}s", "-n", NS)["items"],
-        timeout=60,
         what=f"the {kind} deleted through the SDK",
     )

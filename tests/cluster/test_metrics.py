@@ -66,13 +66,12 @@ def test_tfjob_counters_count_each_outcome_once():
         {"runPolicy": {"ttlSecondsAfterFinished": 1}, "tfReplicaSpecs": {"Worker": replica(0)}},
     )
     for name, final in (("ok", "Succeeded"), ("fails", "Failed"), ("restarts", "Failed")):
-        wait_for(lambda n=name, f=final: state("TFJob", n) == f, timeout=60, what=f"{name} {final}")
-    wait_for(lambda: state("TFJob", "expires") == "Gone", timeout=60, what="expires deleted by its TTL")
+        wait_for(lambda n=name, f=final: state("TFJob", n) == f, what=f"{name} {final}")
+    wait_for(lambda: state("TFJob", "expires") == "Gone", what="expires deleted by its TTL")
 
     expected = {"created": 4, "successful": 2, "failed": 2, "restarted": 1, "deleted": 1}
     wait_for(
         lambda: {m: counter(m, "TFJob", "tensorflow") for m in expected} == expected,
-        timeout=15,
         what=f"TFJob counters {expected}",
     )
 
@@ -81,12 +80,11 @@ def test_counters_are_labelled_per_kind():
     worker = replica(0, policy="Never")
     worker["template"]["spec"]["containers"][0]["name"] = "paddle"
     submit("PaddleJob", "pd", {"worker": {**worker, "replicas": 1}})
-    wait_for(lambda: state("PaddleJob", "pd") == "Succeeded", timeout=60, what="pd Succeeded")
+    wait_for(lambda: state("PaddleJob", "pd") == "Succeeded", what="pd Succeeded")
     wait_for(
         lambda: (
             (counter("created", "PaddleJob", "paddle"), counter("successful", "PaddleJob", "paddle"))
             == (1, 1)
         ),
-        timeout=15,
         what="PaddleJob counters",
     )

@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 
 import kube
 import pytest
-from kube import get, job_pods, kubectl, namespace_fixture, reconcile_finished, replica, wait_for
+from kube import (
+    finish_job_pods,
+    finish_pod,
+    get,
+    job_pods,
+    kubectl,
+    namespace_fixture,
+    reconcile_finished,
+    replica,
+    wait_for,
+)
 from test_lifecycle import unique
 
 pytestmark = pytest.mark.cluster
@@ -71,7 +82,7 @@ def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(policy):
     worker = with_annotations(replica(policy=policy), **{GRACEFUL: "true"})
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 3
     name = tfjob(unique(f"deleted-{policy.lower()}"), {"Worker": {**worker, "replicas": 2}})
-    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    wait_for(lambda: state(name) == "Running", what=f"{name} running")
     victim = f"{name}-worker-1"
     before = uid(victim)
     kubectl("delete", "pod", "-n", NS, victim, "--wait=false")
@@ -81,10 +92,9 @@ def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(policy):
             and p["status"].get("phase") == "Failed"
             and p["metadata"].get("deletionTimestamp")
         ),
-        timeout=30,
         what="the deleted pod Failed with 143 while it still exists",
     )
-    wait_for(lambda: uid(victim) not in (None, before), timeout=40, what=f"{victim} recreated")
+    wait_for(lambda: uid(victim) not in (None, before), what=f"{victim} recreated")
     assert state(name) == "Running", status(name)
     assert not condition(name, "Failed")
     assert not status(name).get("restartCount")
@@ -94,7 +104,7 @@ def test_2_1_scale_down_never_fails_the_job():
     worker = with_annotations(replica(policy="Never"), **{GRACEFUL: "true"})
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 2
     name = tfjob(unique("scaledown"), {"Worker": {**worker, "replicas": 3}})
-    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running")
+    wait_for(lambda: state(name) == "Running", what=f"{name} running")
     kubectl(
         "patch",
         "tfjob",
@@ -105,7 +115,7 @@ def test_2_1_scale_down_never_fails_the_job():
         "-p",
         '{"spec":{"tfReplicaSpecs":{"Worker":{"replicas":1}}}}',
     )
-    wait_for(lambda: len(job_pods(NS, name)) == 1, timeout=40, what="scaled down to one pod")
+    wait_for(lambda: len(job_pods(NS, name)) == 1, what="scaled down to one pod")
     assert state(name) == "Running" and not condition(name, "Failed")
 
 
@@ -136,7 +146,7 @@ def test_2_2_a_quota_delays_the_job_and_the_job_starts_when_it_is_freed():
     try:
         name = tfjob(unique("quota"), {"Worker": {**replica(), "replicas": 3}}, namespace=QUOTA_NS)
         refused = wait_for(
-            lambda: events(name, "FailedCreatePod", QUOTA_NS), timeout=30, what="a FailedCreatePod warning"
+            lambda: events(name, "FailedCreatePod", QUOTA_NS), what="a FailedCreatePod warning"
         )
         assert "exceeded quota" in refused[0]["message"]
         time.sleep(12)  # past a create retry
@@ -145,10 +155,8 @@ def test_2_2_a_quota_delays_the_job_and_the_job_starts_when_it_is_freed():
         assert len(events(name, "FailedCreatePod", QUOTA_NS)) == 1, "recorded once"
     finally:
         kubectl("delete", "resourcequota", "-n", QUOTA_NS, "pods", check=False)
-    wait_for(
-        lambda: len(job_pods(QUOTA_NS, name)) == 3, timeout=40, what="the missing pods created once freed"
-    )
-    wait_for(lambda: "Running" in state_of(name), timeout=30, what=f"{name} running")
+    wait_for(lambda: len(job_pods(QUOTA_NS, name)) == 3, what="the missing pods created once freed")
+    wait_for(lambda: "Running" in state_of(name), what=f"{name} running")
 
 
 def test_2_2_an_object_the_api_can_never_accept_fails_the_job():
@@ -158,10 +166,10 @@ def test_2_2_an_object_the_api_can_never_accept_fails_the_job():
         {"name": "Side_Car", "image": "docker.io/library/busybox:1.36"}
     )
     name = tfjob(unique("invalid"), {"Worker": {**worker, "replicas": 2}})
-    wait_for(lambda: condition(name, "Failed"), timeout=30, what=f"{name} Failed")
+    wait_for(lambda: condition(name, "Failed"), what=f"{name} Failed")
     message = condition(name, "Failed")["message"]
     assert "cannot run" in message and "Invalid value" in message, message
-    wait_for(lambda: not job_pods(NS, name), timeout=30, what="nothing half-created left")
+    wait_for(lambda: not job_pods(NS, name), what="nothing half-created left")
     assert not get("services", "-n", NS, "-l", f"training.kubeflow.org/job-name={name}")["items"]
 
 
@@ -172,7 +180,7 @@ def test_2_3_a_job_managed_by_kueue_is_left_alone():
     # A job created beside it, which the operator does manage: once it has its pod, the operator
     # has had its chance at the other one.
     control = tfjob(unique("kueue-control"), {"Worker": replica()})
-    wait_for(lambda: job_pods(NS, control), timeout=60, what=f"{control}'s pod")
+    wait_for(lambda: job_pods(NS, control), what=f"{control}'s pod")
     time.sleep(3)
     assert not job_pods(NS, name)
     assert not status(name), "no status is written for a job another controller manages"
@@ -186,16 +194,14 @@ def test_2_4_past_backoff_limit(limit, workers):
     name = tfjob(
         unique(f"backoff{limit}"), {"Worker": {**worker, "replicas": workers}}, {"backoffLimit": limit}
     )
-    wait_for(lambda: state(name) == "Failed", timeout=60, what=f"{name} fails by backoff")
+    wait_for(lambda: state(name) == "Failed", what=f"{name} fails by backoff")
     assert "backoff limit" in condition(name, "Failed")["message"]
 
 
 def test_2_5_an_eviction_loop_ends():
     worker = with_annotations(replica(policy="Never"), **{EVICT_AFTER: "1s"})
     name = tfjob(unique("evictloop"), {"Chief": replica(), "Worker": worker}, {"backoffLimit": 2})
-    wait_for(
-        lambda: state(name) == "Failed", timeout=90, interval=1, what=f"{name} fails after its evictions"
-    )
+    wait_for(lambda: state(name) == "Failed", interval=1, what=f"{name} fails after its evictions")
     assert status(name)["evictionCount"] == 2
     assert "backoff limit" in condition(name, "Failed")["message"]
     assert len(events(name, "Evicted")) >= 2
@@ -205,20 +211,24 @@ def test_2_6_the_deadline_does_not_tick_while_suspended():
     name = tfjob(
         unique("susp-deadline"), {"Worker": replica()}, {"activeDeadlineSeconds": 6, "suspend": True}
     )
-    wait_for(lambda: state(name) == "Suspended", timeout=30, what=f"{name} suspended")
+    wait_for(lambda: state(name) == "Suspended", what=f"{name} suspended")
     time.sleep(8)
     assert not condition(name, "Failed")
+    resumed = datetime.now(UTC).replace(microsecond=0)
     kubectl(
         "patch", "tfjob", "-n", NS, name, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":false}}}'
     )
-    wait_for(lambda: state(name) == "Running", timeout=30, what=f"{name} running after resume")
-    wait_for(lambda: state(name) == "Failed", timeout=30, what=f"{name} fails by deadline 6 s after resume")
+    # Whether a pass sees it Running inside its 6 s depends on the machine: only the end counts.
+    wait_for(lambda: state(name) == "Failed", what=f"{name} fails by deadline after resume")
+    assert "deadline" in condition(name, "Failed")["message"]
+    started = datetime.fromisoformat(status(name)["startTime"].replace("Z", "+00:00"))
+    assert started >= resumed, "the deadline counts from the resume, not from the creation"
 
 
 def test_2_7_a_finished_job_keeps_its_counts_after_its_pods_are_cleaned():
     name = tfjob(unique("keep"), {"Chief": replica(0), "Worker": replica()}, {"cleanPodPolicy": "All"})
-    wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds")
-    wait_for(lambda: not job_pods(NS, name), timeout=30, what="pods cleaned")
+    wait_for(lambda: state(name) == "Succeeded", what=f"{name} succeeds")
+    wait_for(lambda: not job_pods(NS, name), what="pods cleaned")
     before = status(name)
     assert before["replicaStatuses"]["Chief"]["succeeded"] == 1
     # A pass over the finished job (as after an operator restart) recomputes nothing from the pods left.
@@ -229,24 +239,29 @@ def test_2_7_a_finished_job_keeps_its_counts_after_its_pods_are_cleaned():
 def test_2_8_a_job_with_more_pod_problems_than_the_status_holds_still_finishes():
     unschedulable = replica()
     unschedulable["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
-    name = tfjob(
-        unique("huge"), {"Chief": replica(0, run_for="15s"), "Worker": {**unschedulable, "replicas": 110}}
+    name = tfjob(unique("huge"), {"Chief": replica(), "Worker": {**unschedulable, "replicas": 110}})
+    # The chief ends once the status holds as many problems as it may.
+    wait_for(
+        lambda: len(status(name).get("reportedPodProblems") or []) == 100,
+        interval=2,
+        what=f"{name} reporting 100 of its 110 unschedulable pods",
     )
-    wait_for(lambda: state(name) == "Succeeded", timeout=120, interval=2, what=f"{name} succeeds")
+    finish_pod(NS, f"{name}-chief-0")
+    wait_for(lambda: state(name) == "Succeeded", interval=2, what=f"{name} succeeds")
     assert len(status(name).get("reportedPodProblems") or []) <= 100
     kubectl("delete", "tfjob", "-n", NS, name, "--wait=false")
 
 
 def test_2_9_restarts_are_counted_exactly_once_per_pod():
     name = tfjob(unique("once"), {"Worker": replica(137, policy="ExitCode")}, {"backoffLimit": 3})
-    wait_for(lambda: state(name) == "Failed", timeout=60, what=f"{name} fails by backoff")
+    wait_for(lambda: state(name) == "Failed", what=f"{name} fails by backoff")
     assert status(name)["restartCount"] == 3
 
 
 def test_2_11_a_chief_with_zero_replicas_leaves_the_decision_to_worker_0():
     chief = {**replica(), "replicas": 0}
     name = tfjob(unique("nochief"), {"Chief": chief, "Worker": {**replica(0), "replicas": 2}})
-    wait_for(lambda: state(name) == "Succeeded", timeout=30, what=f"{name} succeeds by worker 0")
+    wait_for(lambda: state(name) == "Succeeded", what=f"{name} succeeds by worker 0")
 
 
 def test_2_12_odd_input_fails_the_job_with_the_reason():
@@ -255,7 +270,7 @@ def test_2_12_odd_input_fails_the_job_with_the_reason():
     worker = replica()
     worker["template"]["spec"]["containers"][0]["ports"] = [{"name": "tfjob-port", "containerPort": 70000}]
     name = tfjob(unique("oddport"), {"Worker": worker})
-    wait_for(lambda: condition(name, "Failed"), timeout=30, what=f"{name} Failed")
+    wait_for(lambda: condition(name, "Failed"), what=f"{name} Failed")
     assert "containerPort" in condition(name, "Failed")["message"]
     assert not job_pods(NS, name)
 
@@ -271,7 +286,8 @@ def test_2_13_the_operators_tf_config_wins_over_the_templates():
 
 
 def caffe2job(name, namespace, replicas=2, backend=None):
-    worker = replica(0, run_for="2s")
+    """Its pods run until the test ends them (finish_caffe2)."""
+    worker = replica(policy="Never")
     worker["template"]["spec"]["containers"][0]["name"] = "caffe2"
     body = {
         "apiVersion": "kubeflow.org/v1alpha1",
@@ -302,7 +318,9 @@ def test_2_10_caffe2_names_always_fit_and_resolve():
     env = {e["name"]: e.get("value") for e in pods[0]["spec"]["containers"][0]["env"]}
     hosts = {h.rsplit(":", 1)[0] for h in json.loads(env["CAFFE2_CONFIG"])["cluster"]["worker"]}
     assert hosts == services, "CAFFE2_CONFIG names exactly the Services that exist"
-    wait_for(lambda: caffe2_state(LONG_NS, name) == "Succeeded", timeout=30, what=f"{name} succeeds")
+    for worker in pods:
+        finish_pod(LONG_NS, worker["metadata"]["name"])
+    wait_for(lambda: caffe2_state(LONG_NS, name) == "Succeeded", what=f"{name} succeeds")
 
 
 def test_2_16_caffe2_sets_every_variable_even_when_empty():
@@ -339,7 +357,7 @@ def test_2_14_paddle_unset_clean_pod_policy_and_services_in_podip_mode(exit_code
     """paddle-operator v0.3.5: a per-pod Service in every intranet mode; with cleanPodPolicy unset
     the pods and Services go when the job completes and stay when it fails."""
     name = unique(f"pd-unset-{exit_code}")
-    worker = replica(exit_code, run_for="4s", policy="Never")
+    worker = replica(policy="Never")
     worker["template"]["spec"]["containers"][0]["name"] = "paddle"
     body = {
         "apiVersion": "batch.paddlepaddle.org/v1",
@@ -352,19 +370,21 @@ def test_2_14_paddle_unset_clean_pod_policy_and_services_in_podip_mode(exit_code
     def services():
         return get("services", "-n", NS, "-l", f"training.kubeflow.org/job-name={name}")["items"]
 
-    found = wait_for(lambda: len(services()) == 2 and services(), timeout=30, what="a Service per pod")
+    found = wait_for(lambda: len(services()) == 2 and services(), what="a Service per pod")
     assert sorted(p["port"] for p in found[0]["spec"]["ports"]) == list(range(36000, 36020))
+    # The pods end once their Services were seen: a completed job cleans them.
+    wait_for(lambda: len(job_pods(NS, name)) == 2, what="both pods")
+    finish_job_pods(NS, name, exit_code)
     expected = "Succeeded" if exit_code == 0 else "Failed"
 
     def state_of():
         conditions = get("paddlejob", "-n", NS, name).get("status", {}).get("conditions") or [{}]
         return conditions[-1].get("type")
 
-    wait_for(lambda: state_of() == expected, timeout=60, what=f"{name} {expected}")
+    wait_for(lambda: state_of() == expected, what=f"{name} {expected}")
     if cleaned:
         wait_for(
             lambda: not pod(f"{name}-worker-0") and not services(),
-            timeout=30,
             what="pods and Services cleaned",
         )
     else:

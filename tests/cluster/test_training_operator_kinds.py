@@ -9,13 +9,12 @@ import json
 
 import kube
 import pytest
-from kube import create_job, get, kubectl, namespace_fixture, replica, wait_for
+from kube import create_job, finish_pod, get, kubectl, namespace_fixture, replica, wait_for
 
 pytestmark = pytest.mark.cluster
 
 NS = "ato-kinds"
 namespace = namespace_fixture(NS)
-JOB_TIMEOUT = 90
 CPU_METRIC = {
     "type": "Resource",
     "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
@@ -46,7 +45,7 @@ def finished(kind, name, state):
         conds = conditions(kind, name)
         return conds[-1] if conds and conds[-1]["type"] == state else None
 
-    return wait_for(done, timeout=JOB_TIMEOUT, what=f"{kind} {name} {state}")
+    return wait_for(done, what=f"{kind} {name} {state}")
 
 
 def pod(name):
@@ -58,7 +57,7 @@ def pods_exist(names):
         listed = {p["metadata"]["name"] for p in get("pods", "-n", NS)["items"]}
         return set(names) <= listed
 
-    wait_for(present, timeout=JOB_TIMEOUT, what=f"pods {sorted(names)}")
+    wait_for(present, what=f"pods {sorted(names)}")
 
 
 def env(pod_name, container):
@@ -73,7 +72,8 @@ def test_pytorchjob_master_and_workers():
         {
             "nprocPerNode": "2",
             "pytorchReplicaSpecs": {
-                "Master": replicas("pytorch", exit_code=0, run_for="6s"),
+                # The master runs until the test has seen every pod: it ends it below.
+                "Master": replicas("pytorch"),
                 "Worker": replicas("pytorch", 2),
             },
         },
@@ -95,6 +95,7 @@ def test_pytorchjob_master_and_workers():
     assert pod(f"{name}-worker-0")["spec"]["restartPolicy"] == "OnFailure"
     services = {s["metadata"]["name"] for s in get("services", "-n", NS)["items"]}
     assert {f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1"} <= services
+    finish_pod(NS, f"{name}-master-0")
     done = finished("PyTorchJob", name, "Succeeded")
     assert (done["reason"], done["message"]) == (
         "PyTorchJobSucceeded",
@@ -107,7 +108,6 @@ def test_pytorchjob_scales_its_workers_through_the_scale_subresource():
     pods_exist([f"{name}-worker-0"])
     wait_for(
         lambda: get("pytorchjob", "-n", NS, name).get("status", {}).get("replicaStatuses", {}).get("Worker"),
-        timeout=JOB_TIMEOUT,
         what="the Worker's replica status",
     )
     kubectl("scale", "pytorchjob", "-n", NS, name, "--replicas=3")
@@ -146,7 +146,6 @@ def test_pytorchjob_elastic_succeeds_with_one_worker():
     )
     hpa = wait_for(
         lambda: kubectl("get", "hpa", "-n", NS, name, "-o", "json", check=False).stdout,
-        timeout=JOB_TIMEOUT,
         what="the job's HorizontalPodAutoscaler",
     )
     assert json.loads(hpa)["spec"] == {
@@ -204,7 +203,8 @@ def test_mpijob_launcher_decides_and_its_objects_follow_the_workers():
         {
             "slotsPerWorker": 2,
             "mpiReplicaSpecs": {
-                "Launcher": replicas("mpi", exit_code=0, run_for="8s"),
+                # The launcher runs until the test has seen the workers run: it ends it below.
+                "Launcher": replicas("mpi"),
                 "Worker": replicas("mpi", 2),
             },
         },
@@ -220,7 +220,6 @@ def test_mpijob_launcher_decides_and_its_objects_follow_the_workers():
             get("configmap", "-n", NS, f"{name}-config")["data"]["discover_hosts.sh"]
             == f"#!/bin/sh\necho {name}-worker-0:2\necho {name}-worker-1:2"
         ),
-        timeout=JOB_TIMEOUT,
         what="discover_hosts.sh lists the running workers",
     )
     role = get("role", "-n", NS, launcher)
@@ -240,6 +239,7 @@ def test_mpijob_launcher_decides_and_its_objects_follow_the_workers():
     assert pod(launcher)["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
     assert pod(workers[0])["spec"]["containers"][0]["command"] == ["sleep"]
     assert not [s for s in get("services", "-n", NS)["items"] if s["metadata"]["name"].startswith(name)]
+    finish_pod(NS, launcher)
     done = finished("MPIJob", name, "Succeeded")
     assert (done["reason"], done["message"]) == (
         "MPIJobSucceeded",
@@ -306,7 +306,6 @@ def test_a_retryable_exit_restarts_the_worker_until_the_backoff_limit(kind):
     )
     wait_for(
         lambda: any(c["type"] == "Restarting" for c in conditions(kind, name)),
-        timeout=JOB_TIMEOUT,
         what=f"{kind} {name} Restarting",
     )
     done = finished(kind, name, "Failed")
@@ -363,13 +362,13 @@ def test_kubeflow_paddlejob_runs_beside_paddle_operators():
     name = create(
         "PaddleJob",
         "pd-kf",
-        {"paddleReplicaSpecs": {"Worker": replicas("paddle", 2, exit_code=0, run_for="4s")}},
+        {"paddleReplicaSpecs": {"Worker": replicas("paddle", 2, policy="Never")}},
     )
     other = {
         "apiVersion": "batch.paddlepaddle.org/v1",
         "kind": "PaddleJob",
         "metadata": {"name": "pd-op", "namespace": NS},
-        "spec": {"worker": replicas("paddle", 1, exit_code=0, run_for="4s")},
+        "spec": {"worker": replicas("paddle", 1, policy="Never")},
     }
     kubectl("apply", "-f", "-", stdin=json.dumps(other))
     pods_exist([f"{name}-worker-0", f"{name}-worker-1", "pd-op-worker-0"])
@@ -381,12 +380,14 @@ def test_kubeflow_paddlejob_runs_beside_paddle_operators():
     }
     assert env(f"{name}-worker-0", "paddle")["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
     assert "PADDLE_TRAINER_ENDPOINTS" not in env(f"{name}-worker-0", "paddle")
+    # paddle-operator's cleans its pods as it succeeds: they run until the checks above are done.
+    for worker in (f"{name}-worker-0", f"{name}-worker-1", "pd-op-worker-0"):
+        finish_pod(NS, worker)
     for resource, job in (("paddlejobs.kubeflow.org", name), ("paddlejobs.batch.paddlepaddle.org", "pd-op")):
         wait_for(
             lambda resource=resource, job=job: (
                 (get(resource, "-n", NS, job).get("status", {}).get("conditions") or [{}])[-1].get("type")
                 == "Succeeded"
             ),
-            timeout=JOB_TIMEOUT,
             what=f"{resource} {job} Succeeded",
         )

@@ -86,6 +86,5 @@ def test_pod_group_and_pods_for_coscheduling():
     kubectl("delete", "tfjob", "-n", NS, "coscheduled")
     wait_for(
         lambda: kubectl("get", PG, "-n", NS, "coscheduled", check=False).returncode != 0,
-        timeout=60,
         what="the PodGroup garbage-collected with its job",
     )

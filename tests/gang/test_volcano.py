@@ -91,7 +91,7 @@ def test_pods_wait_for_volcano_to_admit_the_gang():
         "-p",
         '{"status":{"phase":"Inqueue"}}',
     )
-    created = wait_for(lambda: len(pods("gang")) == 3 and pods("gang"), timeout=30, what="pods after Inqueue")
+    created = wait_for(lambda: len(pods("gang")) == 3 and pods("gang"), what="pods after Inqueue")
     for p in created:
         assert p["spec"]["schedulerName"] == "volcano"
         assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "gang"
@@ -101,12 +101,11 @@ def test_pods_wait_for_volcano_to_admit_the_gang():
         conditions = get("tfjob", "-n", NS, "gang")["status"]["conditions"]
         return next((c for c in conditions if c["type"] == "Failed"), None)
 
-    assert "deadline" in wait_for(failed, timeout=30, what="the deadline, counted from admission")["message"]
+    assert "deadline" in wait_for(failed, what="the deadline, counted from admission")["message"]
     kubectl("delete", "tfjob", "-n", NS, "gang")
     wait_for(
         lambda: (
             kubectl("get", "podgroup.scheduling.volcano.sh", "-n", NS, "gang", check=False).returncode != 0
         ),
-        timeout=60,
         what="the PodGroup garbage-collected with its job",
     )

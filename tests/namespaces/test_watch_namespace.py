@@ -34,13 +34,13 @@ def succeeded(namespace: str, name: str) -> bool:
 @pytest.mark.parametrize("namespace", [OWN, WATCHED])
 def test_a_job_in_a_watched_namespace_runs_to_the_end(namespace: str) -> None:
     name = tfjob(f"watched-{uuid.uuid4().hex[:5]}", {"Worker": replica(0)}, namespace)
-    wait_for(lambda: succeeded(namespace, name), timeout=90, what=f"{namespace}/{name} Succeeded")
+    wait_for(lambda: succeeded(namespace, name), what=f"{namespace}/{name} Succeeded")
 
 
 def test_a_job_in_another_namespace_is_left_alone() -> None:
     ignored = tfjob("ignored", {"Worker": replica(0)}, UNWATCHED)
     control = tfjob(f"control-{uuid.uuid4().hex[:5]}", {"Worker": replica(0)}, WATCHED)
-    wait_for(lambda: succeeded(WATCHED, control), timeout=90, what="the control job Succeeded")
+    wait_for(lambda: succeeded(WATCHED, control), what="the control job Succeeded")
     assert conditions(UNWATCHED, ignored) == []
     assert get("pods", "-n", UNWATCHED)["items"] == []
 
@@ -53,8 +53,8 @@ def reconciled_in(log: str, namespace: str) -> bool:
 def test_two_operators_on_disjoint_namespaces_each_run_only_their_own_jobs() -> None:
     first = tfjob(f"first-{uuid.uuid4().hex[:5]}", {"Worker": replica(0)}, WATCHED)
     second = tfjob(f"second-{uuid.uuid4().hex[:5]}", {"Worker": replica(0)}, SHARD)
-    wait_for(lambda: succeeded(WATCHED, first), timeout=90, what=f"{WATCHED}/{first} Succeeded")
-    wait_for(lambda: succeeded(SHARD, second), timeout=90, what=f"{SHARD}/{second} Succeeded")
+    wait_for(lambda: succeeded(WATCHED, first), what=f"{WATCHED}/{first} Succeeded")
+    wait_for(lambda: succeeded(SHARD, second), what=f"{SHARD}/{second} Succeeded")
     first_log = Path(os.environ["OPERATOR_LOG"]).read_text(errors="replace")
     second_log = Path(os.environ["SHARD_OPERATOR_LOG"]).read_text(errors="replace")
     assert reconciled_in(first_log, WATCHED) and reconciled_in(second_log, SHARD)
