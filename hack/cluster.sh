@@ -6,6 +6,7 @@
 #   hack/cluster.sh up        create (or reuse) the cluster; prints the kubeconfig path
 #   hack/cluster.sh down      delete it
 #   hack/cluster.sh kubeconfig  print the kubeconfig path
+#   hack/cluster.sh running   exit 0 if the cluster is up and its API server ready
 #   hack/cluster.sh apiserver-down|apiserver-up
 #                               stop the kube-apiserver, start it again with the same arguments:
 #                               the benchmark's outage. etcd and KWOK (the "kubelets") keep
@@ -97,7 +98,8 @@ case ${1:-up} in
   up) up ;;
   down) down ;;
   kubeconfig) echo "$kubeconfig" ;;
+  running) healthy ;;
   apiserver-down) apiserver_down ;;
   apiserver-up) apiserver_up ;;
-  *) echo "usage: $0 up|down|kubeconfig|apiserver-down|apiserver-up" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|kubeconfig|running|apiserver-down|apiserver-up" >&2; exit 2 ;;
 esac

@@ -11,6 +11,10 @@
 #                        the cluster in KUBECONFIG (the local one if unset)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
 #   hack/test.sh all     lint, unit, e2e, olm, bench
+#
+# Pass or fail, a run leaves nothing behind: the operators it started are stopped, and the local
+# cluster it started is deleted (on a cluster it found running, or the one in KUBECONFIG, the
+# namespaces it created are). KEEP_TEST_STATE=true keeps all of it for debugging.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
@@ -107,14 +111,13 @@ stop_shard_operator() {
 }
 
 e2e() {
-  use_cluster
+  test_cluster
   install_apis
   # The operator authenticates as its own ServiceAccount with the deployment's rules only.
   log "the operator's identity: ServiceAccount ato-e2e-operator/operator, config/rbac/role.yaml"
   operator_identity ato-e2e-operator "$artifacts/operator.kubeconfig"
   operator_kubeconfig="$artifacts/operator.kubeconfig"
   start_operator
-  trap 'stop_operator' EXIT
   export OPERATOR_LOG="$artifacts/operator.log"
   # Upstream's test tables (own namespace, about 8 min) run beside the other cluster tests.
   local replay_log="$artifacts/upstream-replay.log" replay_pid failed=0
@@ -151,7 +154,6 @@ e2e() {
   for ns in ato-watched ato-shard-b; do
     kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   done
-  trap 'stop_operator; stop_shard_operator' EXIT
   WATCH_NAMESPACE=ato-e2e-operator,ato-watched start_operator "$artifacts/operator-namespaces.log"
   WATCH_NAMESPACE=ato-shard-b start_shard_operator "$artifacts/operator-shard-b.log"
   OPERATOR_LOG="$artifacts/operator-namespaces.log" SHARD_OPERATOR_LOG="$artifacts/operator-shard-b.log" \
@@ -162,7 +164,6 @@ e2e() {
   stop_shard_operator
   stop_operator
   kubectl delete namespace ato-watched ato-shard-b --wait=false >/dev/null
-  trap - EXIT
   # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop.
   if pgrep -f "$root/watches.yaml" >/dev/null; then
     log "operator processes survived the stop:"; pgrep -af "$root/watches.yaml"; return 1
@@ -170,7 +171,7 @@ e2e() {
 }
 
 olm() {
-  use_cluster
+  test_cluster
   install_apis
   log "OLM install test"
   hack/olm-test.sh
@@ -183,12 +184,52 @@ bench() {
   hack/bench.sh --profile smoke --out "$artifacts/bench-smoke"
 }
 
+# test_cluster: use_cluster, noting what the run must remove again (see clean_up).
+started_cluster=false namespaces_before=""
+test_cluster() {
+  if [ -z "${KUBECONFIG:-}" ] && ! hack/cluster.sh running; then started_cluster=true; fi
+  use_cluster
+  [ -n "$namespaces_before" ] || namespaces_before=$(kubectl get namespaces -o name)
+}
+
+# clean_up: what the run created goes, pass or fail. A namespace's pods are removed with grace 0
+# once its namespace is deleted: a simulated pod that never terminates would hold it for good.
+clean_up() {
+  stop_shard_operator
+  stop_operator
+  if [ "${KEEP_TEST_STATE:-false}" = true ]; then
+    [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"
+    return 0
+  fi
+  if $started_cluster; then
+    log "deleting the local cluster this run started"
+    hack/cluster.sh down || true
+    started_cluster=false namespaces_before=""
+  elif [ -n "$namespaces_before" ]; then
+    local ns now
+    now=$(kubectl get namespaces -o name) || now=""
+    # Only the tests' own names: on a shared cluster others may create namespaces meanwhile.
+    for ns in $(grep -vxF -f <(echo "$namespaces_before") <<<"$now" | sed 's|^namespace/||' |
+      grep -E '^(ato-.*|1-n+|ansible-training-operator-system)$'); do
+      log "deleting namespace $ns (created by this run)"
+      kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+      kubectl delete pods --all -n "$ns" --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+    done
+    namespaces_before=""
+  fi
+}
+trap clean_up EXIT
+
 stages=()
 case ${1:-all} in
   lint | unit | e2e | olm | bench) stages=("$1") ;;
   all) stages=(lint unit e2e olm bench) ;;
   *) echo "usage: $0 lint|unit|e2e|olm|bench|all" >&2; exit 2 ;;
 esac
-for stage in "${stages[@]}"; do "$stage"; done
+for stage in "${stages[@]}"; do
+  # The benchmark runs on a cluster of its own: the test cluster need not idle beside it.
+  [ "$stage" != bench ] || clean_up
+  "$stage"
+done
 # Each stage fails the script on its first error, so reaching here means every stage passed.
 echo "${#stages[@]} passed, 0 failed"
