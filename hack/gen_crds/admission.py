@@ -17,16 +17,21 @@ def containers_var(specs: dict[str, str]) -> str:
     ``object.spec.?ps``), so a missing type, template or container list reads as [].
     """
     entries = [f"'{key}': {spec}.?template.?spec.?containers.orValue([])" for key, spec in specs.items()]
+    # A long entry goes on two lines (CEL takes newlines as spaces): YAML cannot fold literal blocks.
+    entries = [e.replace(": ", ":\n  ", 1) if len(e) > 100 else e for e in entries]
     return "{\n" + ",\n".join(entries) + "\n}"
 
 
-def template_validations(prefix: str, container: str | None, why: str) -> list[dict[str, Any]]:
-    """The checks inside pod templates, over ``variables.present`` (keys) and ``variables.containers``.
+def template_validations(
+    prefix: str, container: str | None, why: str, containers: str = "variables.containers[k]"
+) -> list[dict[str, Any]]:
+    """The checks inside pod templates, over ``variables.present`` (keys) and ``containers``, CEL
+    for the container list of the key ``k`` (by default from ``variables.containers``).
 
     ``prefix`` is CEL for the path in front of a key in messages (e.g. 'spec.tfReplicaSpecs.').
     """
-    empty = "size(variables.containers[k]) == 0"
-    no_image = f"variables.containers[k].exists(c, {NO_IMAGE})"
+    empty = f"size({containers}) == 0"
+    no_image = f"{containers}.exists(c, {NO_IMAGE})"
     add = f"add the \\'{container}\\' container" if container else "add the training container"
     out = [
         validation(
@@ -39,12 +44,12 @@ def template_validations(prefix: str, container: str | None, why: str) -> list[d
             f"!variables.present.exists(k, {no_image})",
             "every container needs an image: set containers[].image",
             f"variables.present.filter(k, {no_image}).map(k, {prefix} + k + '.template: container \\'' + "
-            f"variables.containers[k].filter(c, {NO_IMAGE}).map(c, has(c.name) ? c.name : '')[0] + "
+            f"{containers}.filter(c, {NO_IMAGE}).map(c, has(c.name) ? c.name : '')[0] + "
             "'\\' has no image: set its image')[0]",
         ),
     ]
     if container:
-        missing = f"{empty.replace('== 0', '> 0')} && !variables.containers[k].exists(c, has(c.name) && c.name == '{container}')"
+        missing = f"{empty.replace('== 0', '> 0')} && !{containers}.exists(c, has(c.name) && c.name == '{container}')"
         out.append(
             validation(
                 f"!variables.present.exists(k, {missing})",
@@ -107,16 +112,30 @@ def validation(expr: str, message: str, message_expression: str) -> dict[str, An
     }
 
 
-def map_policy(field_name: str, types: list[str], container: str, why: str):
-    """Policy for the kinds whose replica specs are a map (TFJob, MXJob)."""
+def map_policy(field_name: str, types: list[str], folded: list[str], container: str, why: str):
+    """Policy for the kinds whose replica specs are a map (TFJob, MXJob, ...). ``folded`` are the
+    types whose key may be any case (gen_crds.common.ReplicaKeys)."""
 
     def build(k: Kind) -> list[dict[str, Any]]:
-        specs = {t: f"variables.present[?'{t}']" for t in types}
+        containers = "variables.containers[k]"
+        if folded:
+            # Keyed by the lower-case type, each from the key that names it whatever its case (the
+            # CRD has refused two such keys, and other spellings of the exact types, before this
+            # policy runs); a key finds its containers by its lower-case form.
+            first = "variables.present.filter(k, k.lowerAscii() == '{}').map(k, variables.present[k])[?0]"
+            specs = {
+                t.lower(): first.format(t.lower()) if t in folded else f"variables.present[?'{t}']"
+                for t in types
+            }
+            containers = "variables.containers[k.lowerAscii()]"
+        else:
+            specs = {t: f"variables.present[?'{t}']" for t in types}
         variables = [
             # Iterating a map yields its keys, so the replica spec map is the list of present types.
             {"name": "present", "expression": f"object.spec.{field_name}"},
             {"name": "containers", "expression": containers_var(specs)},
         ]
-        return policy_docs(k, variables, template_validations(f"'spec.{field_name}.'", container, why))
+        validations = template_validations(f"'spec.{field_name}.'", container, why, containers)
+        return policy_docs(k, variables, validations)
 
     return build

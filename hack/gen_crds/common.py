@@ -275,32 +275,113 @@ def field_name_length_rule(label: str, path: str) -> dict[str, Any]:
     )
 
 
-def replica_map(field_name: str, kind: str, types: list[str], spec: Schema, rules: list[dict]) -> Schema:
-    """A map replica type -> ReplicaSpec with a closed, case-sensitive key set."""
-    names = ", ".join(types)
-    keys = "[" + ", ".join(f"'{t}'" for t in types) + "]"
+def _cel_list(items: list[str]) -> str:
+    return "[" + ", ".join(f"'{i}'" for i in items) + "]"
+
+
+class ReplicaKeys:
+    """How the keys of a replica-spec map name the kind's replica types, as CEL.
+
+    ``folded`` types are matched in any ASCII case: upstream admits such a key and its defaulter
+    camel-cases it in memory (training-operator's ``setTypeNameToCamelCase``, ``strings.EqualFold``),
+    so a stored job may spell ``Worker`` as ``worker``. The other types must be spelled exactly,
+    because upstream refuses any other spelling before its defaulter could rename it.
+    ``strings.EqualFold`` also folds the Kelvin sign into k and the long s into s; those two
+    spellings are left out (refused, and unknown to the engine) rather than paying for a
+    Unicode fold in every rule.
+    """
+
+    def __init__(self, types: list[str], folded: list[str] | None = None) -> None:
+        self.types = list(types)
+        self.folded = [t for t in types if t in (folded or [])]
+
+    def names(self, key: str, types: list[str]) -> str:
+        """CEL: the CEL string ``key`` (a map key) names one of ``types``."""
+        exact = [t for t in types if t not in self.folded]
+        lower = [t.lower() for t in types if t in self.folded]
+        parts = [f"{key} in {_cel_list(exact)}"] if exact else []
+        if lower:
+            parts.append(f"{key}.lowerAscii() in {_cel_list(lower)}")
+        return parts[0] if len(parts) == 1 else "(" + " || ".join(parts) + ")"
+
+    def has(self, rtype: str, path: str = "self") -> str:
+        """CEL: the map at ``path`` has a key naming ``rtype``."""
+        if rtype not in self.folded:
+            return f"'{rtype}' in {path}"
+        return f"{path}.exists(k, {self.names('k', [rtype])})"
+
+    def spelling(self) -> str:
+        """The valid keys, for messages: which types take any case and which are exact."""
+        exact = [t for t in self.types if t not in self.folded]
+        if not self.folded:
+            return f"{', '.join(exact)} (case-sensitive)"
+        if not exact:
+            return f"{', '.join(self.folded)} (in any case)"
+        return f"{', '.join(self.folded)} (in any case) or {', '.join(exact)} (case-sensitive)"
+
+
+def _types_rule(field_name: str, keys: ReplicaKeys) -> dict[str, Any]:
+    known = keys.names("k", keys.types)
+    return rule(
+        f"self.all(k, {known})",
+        f"spec.{field_name} keys must be replica types: use {keys.spelling()}",
+        f"'spec.{field_name} has unknown replica type \\'' + self.filter(k, !({known}))[0] + "
+        f"'\\': use one of {keys.spelling()}'",
+    )
+
+
+def _one_key_per_type_rule(field_name: str, keys: ReplicaKeys) -> dict[str, Any]:
+    """Two keys that differ only in case: upstream's defaulter would keep one of them, which one
+    depending on Go's map order, and drop the other's spec without a word."""
+    twin = "self.exists(j, j != k && j.lowerAscii() == k.lowerAscii())"
+    canonical = "{" + ", ".join(f"'{t.lower()}': '{t}'" for t in keys.types) + "}"
+    return rule(
+        f"!self.exists(k, {twin})",
+        f"spec.{field_name} names a replica type twice (keys that differ only in case, such as worker and "
+        "Worker): keep one of them",
+        f"self.filter(k, {twin}).map(k, 'spec.{field_name} has both \\'' + k + '\\' and \\'' + "
+        f"self.filter(j, j != k && j.lowerAscii() == k.lowerAscii())[0] + '\\': both name the replica "
+        f"type ' + {canonical}[k.lowerAscii()] + '; keep one of them')[0]",
+    )
+
+
+def _immutable_types_rule(field_name: str, keys: ReplicaKeys) -> dict[str, Any]:
+    if keys.folded:
+        # A key may change case (worker to Worker): it is the same replica type and the same pods.
+        same = "{a}.all(k, {b}.exists(o, o.lowerAscii() == k.lowerAscii()))"
+        expr = same.format(a="self", b="oldSelf") + " && " + same.format(a="oldSelf", b="self")
+    else:
+        expr = "self.all(k, k in oldSelf) && oldSelf.all(k, k in self)"
+    return rule(
+        expr,
+        f"the replica types of spec.{field_name} are immutable: recreate the job to add or remove a "
+        "replica type (replica counts and templates can change)",
+    )
+
+
+def replica_map(field_name: str, kind: str, keys: ReplicaKeys, spec: Schema, rules: list[dict]) -> Schema:
+    """A map replica type -> ReplicaSpec with a closed key set, matched as ``keys`` says."""
+    names = ", ".join(keys.types)
+    any_case = (
+        f" Keys {', '.join(keys.folded)} may be written in any case (worker is Worker), as "
+        "training-operator accepts them."
+        if keys.folded
+        else ""
+    )
     return {
         "description": f"Replica specs of the {kind} by replica type: {names}. Each type's pods are named "
-        "<job>-<lower-case type>-<index>.",
+        f"<job>-<lower-case type>-<index>.{any_case}",
         "type": "object",
         "additionalProperties": spec,
-        "maxProperties": len(types),
+        "maxProperties": len(keys.types),
         "x-kubernetes-validations": [
             rule(
                 "self.size() > 0",
                 f"spec.{field_name} must have at least one replica type: add one of {names}",
             ),
-            rule(
-                f"self.all(k, k in {keys})",
-                f"spec.{field_name} keys must be replica types: use {names} (case-sensitive)",
-                f"'spec.{field_name} has unknown replica type \\'' + self.filter(k, !(k in {keys}))[0] + "
-                f"'\\': use one of {names} (case-sensitive)'",
-            ),
-            rule(
-                "self.all(k, k in oldSelf) && oldSelf.all(k, k in self)",
-                f"the replica types of spec.{field_name} are immutable: recreate the job to add or "
-                "remove a replica type (replica counts and templates can change)",
-            ),
+            _types_rule(field_name, keys),
+            *([_one_key_per_type_rule(field_name, keys)] if keys.folded else []),
+            _immutable_types_rule(field_name, keys),
             *rules,
         ],
     }

@@ -33,8 +33,9 @@ ENV_FIRST_CONTAINER = "first"  # containers[0] only (paddle-operator)
 class ReplicaGroup:
     """One replica type of a job: ``Worker`` of a TFJob, ``ps`` of a PaddleJob, ...
 
-    ``rtype`` is the type as the user's API spells it (the map key or field name);
-    ``label`` is the lower-case form used in pod names and labels.
+    ``rtype`` is the type as the kind's API names it (the map key or field name; a map key
+    upstream's defaulter camel-cases, such as ``worker``, is its type ``Worker``); ``label`` is
+    the lower-case form used in pod names and labels.
     """
 
     rtype: str

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kube import HANG_S
 
 pytestmark = pytest.mark.cluster
 
@@ -123,7 +124,7 @@ def apis(namespace: str) -> None:
     for name, path in probes.items():
         job = sample(name)
         pod(job, *path)["containers"] = []
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         while "ValidatingAdmissionPolicy" not in dry_run(job, namespace).stderr:
             assert time.monotonic() < deadline, f"the admission policy never refused a broken {name}"
             time.sleep(1)
@@ -167,7 +168,7 @@ def test_policies_type_check_cleanly() -> None:
     assert len(names) == 9
     for name in names:
         # The controller manager type-checks a policy after it is written: wait for its verdict.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         while True:
             out = kubectl("get", "validatingadmissionpolicy", name, "-o", "json", check=True)
             status = json.loads(out.stdout).get("status") or {}
@@ -209,6 +210,16 @@ def tf_specs(j: Job) -> dict:
 
 def rename(j: Job, name: str) -> None:
     j["metadata"]["name"] = name
+
+
+def respell(specs: dict, **keys: str) -> None:
+    """Write replica-type keys another way (worker for Worker): respell(specs, Worker="worker")."""
+    for old, new in keys.items():
+        specs[new] = specs.pop(old)
+
+
+def pt(change: Callable[[Job], Any]) -> Job:
+    return edit("pytorchjob_simple.yaml", change)
 
 
 # (id, job, expected part of the error). Messages are the API; users read them.
@@ -321,10 +332,43 @@ BAD: list[tuple[str, Job, str]] = [
         tf(lambda j: tf_specs(j)["Chief"].update(replicas=2)),
         "spec.tfReplicaSpecs.Chief.replicas must be 0 or 1",
     ),
+    # Keys in any case are TFJob's (training-operator's defaulter camel-cases them), but one key
+    # per replica type, and only replica types.
     (
-        "tf-lowercase-type",
-        tf(lambda j: tf_specs(j).update(worker=tf_specs(j).pop("Worker"))),
-        "spec.tfReplicaSpecs has unknown replica type 'worker'",
+        "tf-worker-and-Worker",
+        tf(lambda j: tf_specs(j).update(worker=copy.deepcopy(tf_specs(j)["Worker"]))),
+        "both name the replica type Worker; keep one of them",
+    ),
+    (
+        "tf-unknown-type",
+        tf(lambda j: respell(tf_specs(j), Worker="workers")),
+        "spec.tfReplicaSpecs has unknown replica type 'workers': use one of Chief, Master, PS, Worker, "
+        "Evaluator (in any case)",
+    ),
+    (
+        "tf-lowercase-chief-and-master",
+        tf(
+            lambda j: (
+                respell(tf_specs(j), Chief="chief"),
+                tf_specs(j).update(MASTER=copy.deepcopy(tf_specs(j)["chief"])),
+            )
+        ),
+        "must not have both Chief and Master",
+    ),
+    (
+        "tf-two-lowercase-chiefs",
+        tf(lambda j: (respell(tf_specs(j), Chief="chief"), tf_specs(j)["chief"].update(replicas=2))),
+        "spec.tfReplicaSpecs.chief.replicas must be 0 or 1",
+    ),
+    (
+        "tf-lowercase-no-tensorflow-container",
+        tf(
+            lambda j: (
+                respell(tf_specs(j), Worker="worker"),
+                pod(j, "tfReplicaSpecs", "worker")["containers"][0].update(name="main"),
+            )
+        ),
+        "spec.tfReplicaSpecs.worker.template must have a container named 'tensorflow'",
     ),
     (
         "tf-no-replica-types",
@@ -394,6 +438,28 @@ BAD: list[tuple[str, Job, str]] = [
         'spec.jobMode: Unsupported value: "MXServe"',
     ),
     (
+        "mx-lowercase-tuner",
+        mx(
+            lambda j: (
+                j["spec"].update(jobMode="MXTune"),
+                j["spec"]["mxReplicaSpecs"].pop("Scheduler"),
+                respell(j["spec"]["mxReplicaSpecs"], Worker="tuner"),
+            )
+        ),
+        "spec.mxReplicaSpecs has unknown replica type 'tuner': use one of Scheduler, Server, Worker (in any "
+        "case) or TunerTracker, TunerServer, Tuner (case-sensitive)",
+    ),
+    (
+        "mx-two-lowercase-schedulers",
+        mx(
+            lambda j: (
+                respell(j["spec"]["mxReplicaSpecs"], Scheduler="scheduler"),
+                j["spec"]["mxReplicaSpecs"]["scheduler"].update(replicas=2),
+            )
+        ),
+        "spec.mxReplicaSpecs.Scheduler.replicas must be 1",
+    ),
+    (
         "mx-unknown-type",
         mx(
             lambda j: j["spec"]["mxReplicaSpecs"].update(
@@ -401,6 +467,12 @@ BAD: list[tuple[str, Job, str]] = [
             )
         ),
         "unknown replica type 'Chief'",
+    ),
+    # --- PyTorchJob: training-operator's webhook wants the keys exact ---
+    (
+        "pt-lowercase-type",
+        pt(lambda j: respell(j["spec"]["pytorchReplicaSpecs"], Worker="worker")),
+        "spec.pytorchReplicaSpecs has unknown replica type 'worker': use one of Master, Worker (case-sensitive)",
     ),
     # --- PaddleJob ---
     (
@@ -577,6 +649,17 @@ GOOD: list[tuple[str, Job]] = [
             )
         ),
     ),
+    # training-operator admits these and its defaulter camel-cases them (issue 28).
+    ("tf-lowercase-types", tf(lambda j: respell(tf_specs(j), Chief="chief", PS="ps", Worker="worker"))),
+    ("tf-uppercase-types", tf(lambda j: respell(tf_specs(j), Chief="CHIEF", PS="Ps", Worker="WORKER"))),
+    (
+        "mx-lowercase-types",
+        mx(
+            lambda j: respell(
+                j["spec"]["mxReplicaSpecs"], Scheduler="scheduler", Server="server", Worker="worker"
+            )
+        ),
+    ),
     (
         "mx-tune-without-scheduler",
         mx(lambda j: (j["spec"].update(jobMode="MXTune"), j["spec"]["mxReplicaSpecs"].pop("Scheduler"))),
@@ -670,6 +753,31 @@ UPDATES: list[tuple[str, Job, Callable[[Job], Any], str | None]] = [
         "the replica types of spec.tfReplicaSpecs are immutable",
     ),
     ("tf-scale-workers", tf(lambda j: None), lambda j: tf_specs(j)["Worker"].update(replicas=4), None),
+    # A job stored with lower-case keys stays editable (issue 28).
+    (
+        "tf-scale-lowercase-workers",
+        tf(lambda j: respell(tf_specs(j), PS="ps", Worker="worker")),
+        lambda j: tf_specs(j)["worker"].update(replicas=4),
+        None,
+    ),
+    (
+        "tf-camel-case-a-lowercase-key",
+        tf(lambda j: respell(tf_specs(j), Worker="worker")),
+        lambda j: respell(tf_specs(j), worker="Worker"),
+        None,
+    ),
+    (
+        "tf-add-the-camel-case-twin",
+        tf(lambda j: respell(tf_specs(j), Worker="worker")),
+        lambda j: tf_specs(j).update(Worker=copy.deepcopy(tf_specs(j)["worker"])),
+        "both name the replica type Worker; keep one of them",
+    ),
+    (
+        "tf-add-a-lowercase-type",
+        tf(lambda j: respell(tf_specs(j), Worker="worker")),
+        lambda j: tf_specs(j).update(evaluator=copy.deepcopy(tf_specs(j)["worker"])),
+        "the replica types of spec.tfReplicaSpecs are immutable",
+    ),
     (
         "tf-change-queue",
         tf(lambda j: j["spec"]["runPolicy"].update(schedulingPolicy={"queue": "a"})),

@@ -320,29 +320,83 @@ def test_pod_templates_are_typed_as_the_pinned_kubernetes_pod_api(kind: str) -> 
         assert claim_metadata["properties"] == at(rs, "template", "metadata")["properties"]
 
 
-@pytest.mark.parametrize(
-    ("kind", "field", "types"),
-    [
-        ("tfjob", "tfReplicaSpecs", ["Chief", "Master", "PS", "Worker", "Evaluator"]),
-        (
-            "mxjob",
-            "mxReplicaSpecs",
-            ["Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"],
-        ),
-        ("pytorchjob", "pytorchReplicaSpecs", ["Master", "Worker"]),
-        ("xgboostjob", "xgbReplicaSpecs", ["Master", "Worker"]),
-        ("jaxjob", "jaxReplicaSpecs", ["Worker"]),
-        ("kubeflow_paddlejob", "paddleReplicaSpecs", ["Master", "Worker"]),
-        ("mpijob", "mpiReplicaSpecs", ["Launcher", "Worker"]),
-    ],
-)
-def test_replica_spec_maps(kind: str, field: str, types: list[str]) -> None:
+# (kind, map field, replica types, the types whose key the CRD takes in any ASCII case). Upstream
+# admits those and its defaulter camel-cases them (setTypeNameToCamelCase): training-operator's
+# TFJob webhook does not look at the keys, and v1.8's MXJob webhook only warns (its defaulter
+# renames Scheduler, Server and Worker, not the tuner types). The PyTorchJob, XGBoostJob, JAXJob
+# and PaddleJob webhooks refuse any other spelling before defaulting (slices.Contains), and
+# MPIJob renames nothing (ValidateV1MpiJobSpec wants them exact).
+REPLICA_MAPS = [
+    (
+        "tfjob",
+        "tfReplicaSpecs",
+        ["Chief", "Master", "PS", "Worker", "Evaluator"],
+        ["Chief", "Master", "PS", "Worker", "Evaluator"],
+    ),
+    (
+        "mxjob",
+        "mxReplicaSpecs",
+        ["Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"],
+        ["Scheduler", "Server", "Worker"],
+    ),
+    ("pytorchjob", "pytorchReplicaSpecs", ["Master", "Worker"], []),
+    ("xgboostjob", "xgbReplicaSpecs", ["Master", "Worker"], []),
+    ("jaxjob", "jaxReplicaSpecs", ["Worker"], []),
+    ("kubeflow_paddlejob", "paddleReplicaSpecs", ["Master", "Worker"], []),
+    ("mpijob", "mpiReplicaSpecs", ["Launcher", "Worker"], []),
+]
+
+
+def _cel_list(items: list[str]) -> str:
+    return "[" + ", ".join(f"'{i}'" for i in items) + "]"
+
+
+@pytest.mark.parametrize(("kind", "field", "types", "any_case"), REPLICA_MAPS)
+def test_replica_spec_maps(kind: str, field: str, types: list[str], any_case: list[str]) -> None:
     node = at(spec_of(kind), field)
     assert node["maxProperties"] == len(types)  # bounds the CEL cost of rules over the map
     assert field in spec_of(kind)["required"]
-    keys = next(r for r in rules(node) if r["rule"].startswith("self.all(k, k in ["))
-    assert all(f"'{t}'" in keys["rule"] for t in types)
-    assert any("oldSelf" in r["rule"] for r in rules(node)), "the replica types must be immutable"
+    [keys] = [r for r in rules(node) if "keys must be replica types" in r["message"]]
+    exact = [t for t in types if t not in any_case]
+    assert (f"k in {_cel_list(exact)}" in keys["rule"]) == bool(exact)
+    assert (f"k.lowerAscii() in {_cel_list([t.lower() for t in any_case])}" in keys["rule"]) == bool(any_case)
+    assert ("(in any case)" in keys["message"]) == bool(any_case)
+    assert ("(case-sensitive)" in keys["message"]) == bool(exact)
+    # Two keys folding to one type (worker and Worker) are refused by name, where keys fold.
+    twice = [r for r in rules(node) if "names a replica type twice" in r["message"]]
+    assert len(twice) == (1 if any_case else 0)
+    assert ("may be written in any case" in node["description"]) == bool(any_case)
+    immutable = [r for r in rules(node) if "oldSelf" in r["rule"]]
+    assert len(immutable) == 1, "the replica types must be immutable"
+    # A renamed key (worker to Worker) is the same replica type: only where keys fold.
+    assert ("lowerAscii" in immutable[0]["rule"]) == bool(any_case)
+
+
+@pytest.mark.parametrize(("kind", "field", "types", "any_case"), REPLICA_MAPS)
+def test_rules_find_a_folded_type_by_any_key(
+    kind: str, field: str, types: list[str], any_case: list[str]
+) -> None:
+    # 'Chief' in self, self['Scheduler'], 'Worker' in self.mxReplicaSpecs: each would miss a
+    # chief or scheduler key, so a rule about a type that folds must look it up by lowerAscii.
+    texts = [
+        r["rule"] + r.get("messageExpression", "")
+        for node in (schema(kind), spec_of(kind), at(spec_of(kind), field))
+        for r in rules(node)
+    ]
+    for rtype in any_case:
+        for text in texts:
+            assert f"'{rtype}' in " not in text and f"['{rtype}']" not in text, (rtype, text)
+
+
+@pytest.mark.parametrize(("kind", "field", "types", "any_case"), REPLICA_MAPS)
+def test_the_crd_folds_only_what_the_engine_renames(
+    kind: str, field: str, types: list[str], any_case: list[str]
+) -> None:
+    # A key the CRD admits in another case must run as upstream runs it (tests/unit/test_replica_keys.py).
+    profile = PROFILES[kind]
+    assert profile.replica_specs_field == field
+    assert set(profile.replica_types) == set(types)
+    assert set(any_case) <= set(profile.camel_cased_types)
 
 
 def test_run_policy_is_shared() -> None:
@@ -512,6 +566,26 @@ def test_admission_policy_per_kind(kind: str) -> None:
         assert "c.name ==" not in expressions
     for v in policy["spec"]["validations"]:
         assert v["message"] and v["messageExpression"] and v["reason"] == "Invalid"
+
+
+@pytest.mark.parametrize(("kind", "field", "types", "any_case"), REPLICA_MAPS)
+def test_admission_policy_finds_the_containers_of_any_key(
+    kind: str, field: str, types: list[str], any_case: list[str]
+) -> None:
+    # The policy runs after the CRD admitted the keys: a key in another case (worker) must find
+    # its containers, not fail the policy with "no such key" (failurePolicy Fail refuses the job).
+    policy, _ = _admission()[kind]
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert variables["present"] == f"object.spec.{field}"
+    lookup = "variables.containers[k.lowerAscii()]" if any_case else "variables.containers[k]"
+    for t in types:
+        key = t.lower() if any_case else t
+        assert f"'{key}':" in variables["containers"], t
+    for v in policy["spec"]["validations"]:
+        used = re.findall(r"variables\.containers\[[^\]]*\]", v["expression"] + v["messageExpression"])
+        assert used and set(used) == {lookup}, v["expression"]
+    for t in any_case:
+        assert f"k.lowerAscii() == '{t.lower()}'" in variables["containers"], t
 
 
 # --- samples -----------------------------------------------------------------------------------

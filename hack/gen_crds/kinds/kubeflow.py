@@ -7,6 +7,7 @@ from typing import Any
 from ..admission import map_policy
 from ..common import (
     RUN_POLICY_RULES,
+    ReplicaKeys,
     dns1035_rule,
     job_status,
     map_name_length_rule,
@@ -32,12 +33,15 @@ def kubeflow_kind(
     replica: Schema | None = None,
     short_names: list[str] | None = None,
     lead: dict[str, Schema] | None = None,
+    keys: ReplicaKeys | None = None,
     **kind_fields: Any,
 ) -> Kind:
     """A training-operator v1 kind: a replica-spec map, a run policy and ``extra`` spec fields
-    (``lead`` ones before the map). ``rules`` are the map's, ``spec_rules`` the spec's."""
+    (``lead`` ones before the map). ``rules`` are the map's, ``spec_rules`` the spec's. ``keys``
+    says which replica types take a key in any case (none unless given: upstream refuses them)."""
     replica = replica or replica_spec(kind, restart_default, f"Defaults to {restart_default}.")
-    specs = replica_map(field_name, kind, types, replica, rules)
+    keys = keys or ReplicaKeys(types)
+    specs = replica_map(field_name, kind, keys, replica, rules)
     return Kind(
         group="kubeflow.org",
         version="v1",
@@ -55,7 +59,11 @@ def kubeflow_kind(
         root_rules=[dns1035_rule(), map_name_length_rule(f"self.spec.{field_name}")],
         columns=[STATE_COLUMN, AGE_COLUMN],
         policy=map_policy(
-            field_name, types, container, why or f"the operator reads the {kind.lower()}-port from it"
+            field_name,
+            types,
+            keys.folded,
+            container,
+            why or f"the operator reads the {kind.lower()}-port from it",
         ),
         **kind_fields,
     )

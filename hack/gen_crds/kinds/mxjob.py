@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..common import ReplicaKeys
 from ..kind import Kind
 from ..schema import rule, string
 from .kubeflow import kubeflow_kind
@@ -10,11 +11,13 @@ MX_TYPES = ["Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tun
 
 
 def mxjob() -> Kind:
-    distributed = (
-        "self.jobMode == 'MXTrain' && "
-        "('Server' in self.mxReplicaSpecs || "
-        "('Worker' in self.mxReplicaSpecs && self.mxReplicaSpecs['Worker'].replicas > 1))"
-    )
+    # training-operator v1.8's webhook only warns, its validation does not check the keys, and
+    # its defaulter (setMXNetTypeNamesToCamelCase, as mxnet-operator's setTypeNamesToCamelCase)
+    # renames Scheduler, Server and Worker from any case, but not the tuner types.
+    keys = ReplicaKeys(MX_TYPES, folded=["Scheduler", "Server", "Worker"])
+    specs = "self.mxReplicaSpecs"
+    many_workers = f"{specs}.exists(k, {keys.names('k', ['Worker'])} && {specs}[k].replicas > 1)"
+    distributed = f"self.jobMode == 'MXTrain' && ({keys.has('Server', specs)} || {many_workers})"
     return kubeflow_kind(
         "MXJob",
         "mxReplicaSpecs",
@@ -24,14 +27,14 @@ def mxjob() -> Kind:
         "compatible). Every container gets MX_CONFIG and the DMLC_* variables.",
         [
             rule(
-                "!('Scheduler' in self) || self['Scheduler'].replicas == 1",
+                f"self.all(k, !({keys.names('k', ['Scheduler'])}) || self[k].replicas == 1)",
                 "spec.mxReplicaSpecs.Scheduler.replicas must be 1: MXNet has exactly one scheduler "
                 "(<job>-scheduler-0)",
             ),
         ],
         spec_rules=[
             rule(
-                f"!({distributed}) || 'Scheduler' in self.mxReplicaSpecs",
+                f"!({distributed}) || {keys.has('Scheduler', specs)}",
                 "a distributed MXJob (jobMode MXTrain with a Server or more than one Worker) needs exactly one "
                 "scheduler: add spec.mxReplicaSpecs.Scheduler with replicas: 1",
             ),
@@ -51,4 +54,5 @@ def mxjob() -> Kind:
             ),
         },
         short_names=["mxj"],
+        keys=keys,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..common import ReplicaKeys
 from ..kind import Kind
 from ..schema import boolean, rule, string
 from .kubeflow import kubeflow_kind
@@ -10,6 +11,11 @@ TF_TYPES = ["Chief", "Master", "PS", "Worker", "Evaluator"]
 
 
 def tfjob() -> Kind:
+    # training-operator's webhook (validateTFReplicaSpecs) does not check the keys, and its
+    # defaulter (setTensorflowTypeNamesToCamelCase) renames every type from any case: a TFJob
+    # with ps and worker keys runs there.
+    keys = ReplicaKeys(TF_TYPES, folded=TF_TYPES)
+    chief = keys.names("k", ["Chief", "Master"])
     return kubeflow_kind(
         "TFJob",
         "tfReplicaSpecs",
@@ -19,15 +25,15 @@ def tfjob() -> Kind:
         "replica type gets TF_CONFIG in its 'tensorflow' container.",
         [
             rule(
-                "!('Chief' in self && 'Master' in self)",
+                f"!({keys.has('Chief')} && {keys.has('Master')})",
                 "spec.tfReplicaSpecs must not have both Chief and Master: they are the same role (Master "
                 "is the legacy name); keep one of them",
             ),
             rule(
-                "['Chief', 'Master'].all(t, !(t in self) || self[t].replicas <= 1)",
+                f"self.all(k, !({chief}) || self[k].replicas <= 1)",
                 "spec.tfReplicaSpecs Chief/Master replicas must be 0 or 1: a TFJob has at most one chief; "
                 "move the extra replicas to Worker",
-                "'spec.tfReplicaSpecs.' + ['Chief', 'Master'].filter(t, t in self && self[t].replicas > 1)[0]"
+                f"'spec.tfReplicaSpecs.' + self.filter(k, {chief} && self[k].replicas > 1)[0]"
                 " + '.replicas must be 0 or 1: a TFJob has at most one chief; move the extra replicas to "
                 "Worker'",
             ),
@@ -45,4 +51,5 @@ def tfjob() -> Kind:
             ),
         },
         short_names=["tfj"],
+        keys=keys,
     )

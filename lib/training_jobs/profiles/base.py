@@ -86,6 +86,11 @@ class Profile:
     # --- parsing -----------------------------------------------------------------------------
     # Kubeflow kinds keep their replica specs in one map (tfReplicaSpecs, mxReplicaSpecs).
     replica_specs_field = ""
+    # The types whose map key upstream's defaulter renames from any case before reconciling
+    # (``setTypeNameToCamelCase``: ``strings.EqualFold``, in memory; the stored job keeps the
+    # user's key). Whether such a key gets past admission is the CRD's business
+    # (hack/gen_crds ``ReplicaKeys``); a job that did is run as upstream runs it.
+    camel_cased_types: tuple[str, ...] = ()
     # What the engine reads of a job each pass, besides the job: kinds that may carry its labels.
     # Kept to what the framework creates: every kind read starts a cluster-wide informer in the
     # runtime's proxy.
@@ -98,11 +103,24 @@ class Profile:
         return []
 
     def replica_specs(self, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """The kind's replica specs as ``{rtype: ReplicaSpec}``; type names in any casing are
-        mapped to the canonical ones, as upstream's defaulter does."""
-        specs = dict(spec.get(self.replica_specs_field) or {})
-        canon = {t.lower(): t for t in self.replica_types}
-        return {canon.get(str(k).lower()) or str(k): v for k, v in specs.items()}
+        """The kind's replica specs as ``{rtype: ReplicaSpec}``, keys of ``camel_cased_types``
+        renamed to the type as upstream's defaulter does (ASCII case only: the Kelvin sign and
+        long s that ``strings.EqualFold`` also folds stay unknown, as at admission). Two keys
+        naming one type make the job invalid: upstream would keep either, by Go's map order."""
+        canon = {t.lower(): t for t in self.camel_cased_types}
+        out: dict[str, dict[str, Any]] = {}
+        written: dict[str, str] = {}
+        for key, value in (spec.get(self.replica_specs_field) or {}).items():
+            key = str(key)
+            rtype = canon.get(key.lower(), key) if key.isascii() else key
+            if rtype in written:
+                raise InvalidJob(
+                    f"{self.replica_specs_field} has both {written[rtype]!r} and {key!r}: both name "
+                    f"the replica type {rtype}; keep one of them"
+                )
+            written[rtype] = key
+            out[rtype] = value
+        return out
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """The job's RunPolicy (training-operator's ``spec.runPolicy``; some kinds also read inline fields)."""

@@ -28,6 +28,9 @@ class JAXProfile(Profile):
     default_port = jax.DEFAULT_PORT
     replica_types = (WORKER,)
     replica_specs_field = "jaxReplicaSpecs"
+    # setJAXTypeNamesToCamelCase. Upstream's webhook, and so this CRD, refuse such keys: only a job
+    # stored before the CRD was installed reaches the engine with one.
+    camel_cased_types = (WORKER,)
 
     def is_master_role(self, job, group, index):
         # Upstream's IsMasterRole is index 0 of any type: worker 0 is the coordinator.

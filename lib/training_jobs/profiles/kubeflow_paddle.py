@@ -41,6 +41,9 @@ class KubeflowPaddleProfile(Profile):
     default_port = kp.DEFAULT_PORT
     replica_types = (MASTER, WORKER)
     replica_specs_field = "paddleReplicaSpecs"
+    # setPaddleTypeNamesToCamelCase. Upstream's webhook, and so this CRD, refuse such keys: only a job
+    # stored before the CRD was installed reaches the engine with one.
+    camel_cased_types = (MASTER, WORKER)
 
     def validate(self, job):
         """What upstream's webhook refuses (``validateSpec``: replica types, containers, images,

@@ -33,6 +33,9 @@ class MPIProfile(Profile):
     env_target = ENV_FIRST_CONTAINER
     replica_types = (LAUNCHER, WORKER)
     replica_specs_field = "mpiReplicaSpecs"
+    # None: SetDefaults_MPIJob renames no key and ValidateV1MpiJobSpec wants them exact, so
+    # "launcher" is an unknown replica type there too.
+    camel_cased_types = ()
     observed_kinds = ("Pod", "ConfigMap")
     extras_kept_current = {"ConfigMap": "data", "Role": "rules"}
 
@@ -40,10 +43,6 @@ class MPIProfile(Profile):
     def requires_default_container(self) -> bool:
         # Upstream's tests name the containers freely; only the SDK's log reader wants "mpi".
         return False
-
-    def replica_specs(self, spec):
-        # Upstream takes the keys as written: "launcher" is an unknown replica type there too.
-        return dict(spec.get(self.replica_specs_field) or {})
 
     def default_replicas_for(self, rtype):
         return 1 if rtype == LAUNCHER else 0

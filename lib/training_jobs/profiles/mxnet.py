@@ -21,6 +21,9 @@ class MXNetProfile(Profile):
     default_port = mx.DEFAULT_PORT
     replica_types = (SCHEDULER, SERVER, WORKER, TUNER_TRACKER, TUNER_SERVER, TUNER)
     replica_specs_field = "mxReplicaSpecs"
+    # setMXNetTypeNamesToCamelCase (v1.8; mxnet-operator's setTypeNamesToCamelCase): not the
+    # tuner types, which stay case-sensitive.
+    camel_cased_types = (SCHEDULER, SERVER, WORKER)
 
     def validate(self, job):
         super().validate(job)

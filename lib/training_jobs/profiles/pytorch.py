@@ -22,6 +22,9 @@ class PyTorchProfile(Profile):
     default_port = pt.DEFAULT_PORT
     replica_types = (MASTER, WORKER)
     replica_specs_field = "pytorchReplicaSpecs"
+    # setPyTorchTypeNamesToCamelCase. Upstream's webhook, and so this CRD, refuse such keys: only a job
+    # stored before the CRD was installed reaches the engine with one.
+    camel_cased_types = (MASTER, WORKER)
 
     def validate(self, job):
         """What upstream's webhook refuses (``validatePyTorchJob``), for clusters without the

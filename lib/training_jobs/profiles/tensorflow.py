@@ -22,6 +22,8 @@ class TensorFlowProfile(Profile):
     # Upstream's evaluation order of UpdateJobStatus.
     replica_types = (CHIEF, EVALUATOR, MASTER, PS, WORKER)
     replica_specs_field = "tfReplicaSpecs"
+    # setTensorflowTypeNamesToCamelCase; the webhook does not check the keys, so ps and worker run.
+    camel_cased_types = (PS, WORKER, CHIEF, MASTER, EVALUATOR)
 
     def validate(self, job):
         super().validate(job)

@@ -32,6 +32,9 @@ class XGBoostProfile(Profile):
     default_port = xgb.DEFAULT_PORT
     replica_types = (MASTER, WORKER)
     replica_specs_field = "xgbReplicaSpecs"
+    # setXGBoostJobTypeNamesToCamelCase. Upstream's webhook, and so this CRD, refuse such keys: only a job
+    # stored before the CRD was installed reaches the engine with one.
+    camel_cased_types = (MASTER, WORKER)
 
     def validate(self, job):
         """What upstream's webhook refuses (``validateXGBReplicaSpecs``), for clusters without
