@@ -179,7 +179,9 @@ class _Pass:
             # A malformed time is dropped and set again, instead of failing every pass.
             if key in self.status and parse_time(self.status[key]) is None:
                 del self.status[key]
-        self.conditions = list(self.status.get("conditions") or [])
+        # What the runtime wrote onto the status when a run failed is undone (cond.kubeflow_only);
+        # a changed list makes the status differ, so this pass writes it.
+        self.conditions = cond.kubeflow_only(self.status.get("conditions") or [], cr.get("kind") or "")
         # Restarts of pods that are gone: kept in the status so backoffLimit sees every one.
         self.restart_count = int(self.status.get("restartCount") or 0)
         self.evictions = int(self.status.get("evictionCount") or 0)
