@@ -52,7 +52,9 @@ operator=$$
 # a Failure condition that is not Kubeflow's (docs/troubleshooting.md). The directory is shared by
 # every operator on this machine, so only such dangling links go (they break anyone's next pass):
 # removing the directory, or a valid link, could fail a pass of an operator still running.
-find /tmp/ansible-operator/runner -path '*/artifacts/latest' -xtype l -delete 2>/dev/null || true
+for link in /tmp/ansible-operator/runner/*/*/*/*/*/artifacts/latest; do
+  if [ -L "$link" ] && [ ! -e "$link" ]; then rm -f "$link"; fi
+done
 exec bin/ansible-operator run \
   --watches-file="$root/watches.yaml" \
   --ansible-roles-path="$root/roles" \
