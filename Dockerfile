@@ -14,3 +14,13 @@ COPY lib/ ${HOME}/lib/
 COPY filter_plugins/ ${HOME}/filter_plugins/
 COPY action_plugins/ ${HOME}/action_plugins/
 COPY playbooks/ ${HOME}/playbooks/
+
+# The runtime keeps each job's ansible-runner directory in /tmp/ansible-operator/runner, and
+# /tmp is the pod's emptyDir (config/manager/manager.yaml), which outlives a container restart. A
+# container stopped in the middle of a pass can leave a job's artifacts/latest link pointing at
+# a run directory never created; ansible-runner's artifact rotation then crashes on it in that
+# job's next pass, and the runtime marks the job with a Failure condition that is not
+# Kubeflow's (docs/troubleshooting.md). Nothing in the directory is needed across a restart (each
+# pass writes its inputs again), so every start begins without it. The runtime's own entrypoint
+# and arguments are kept (the Deployment's args are appended as "$@").
+ENTRYPOINT ["/tini", "--", "/bin/sh", "-c", "rm -rf /tmp/ansible-operator/runner && exec /usr/local/bin/ansible-operator run --watches-file=./watches.yaml \"$@\"", "ansible-operator"]

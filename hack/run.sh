@@ -45,6 +45,16 @@ operator=$$
     sleep 1
   done
 ) &
+# The runtime keeps each job's ansible-runner directory in /tmp/ansible-operator/runner/<group>/
+# <version>/<kind>/<namespace>/<name>. An operator stopped in the middle of a pass can leave the
+# job's artifacts/latest link pointing at a run directory never created; ansible-runner's
+# artifact rotation then crashes on it in that job's next pass, and the runtime marks the job with
+# a Failure condition that is not Kubeflow's (docs/troubleshooting.md). The directory is shared by
+# every operator on this machine, so only such dangling links go (they break anyone's next pass):
+# removing the directory, or a valid link, could fail a pass of an operator still running.
+for link in /tmp/ansible-operator/runner/*/*/*/*/*/artifacts/latest; do
+  if [ -L "$link" ] && [ ! -e "$link" ]; then rm -f "$link"; fi
+done
 exec bin/ansible-operator run \
   --watches-file="$root/watches.yaml" \
   --ansible-roles-path="$root/roles" \

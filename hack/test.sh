@@ -135,6 +135,14 @@ e2e() {
     log "molecule failed; operator log tail:"; tail -80 "$artifacts/operator.log"; return 1
   }
   stop_operator
+  # An operator stopped in the middle of a pass (SIGINT as make run's Ctrl-C, SIGKILL as a killed
+  # container) and started again: the tests start and stop their own, so none other may run.
+  # They run it as make run does by default, as the caller (tests/restart says why).
+  log "stop mid-pass tests (operators of their own; logs: $artifacts/operator-restart-*.log)"
+  RESTART_LOG_DIR=$artifacts pytest -q -m stop_mid_pass tests/restart -p no:cacheprovider || {
+    log "stop mid-pass tests failed; operator log tails:"
+    for f in "$artifacts"/operator-restart-*.log; do tail -40 "$f"; done; return 1
+  }
   # Gang scheduling is an operator-level setting: a second run of the operator, with Volcano.
   log "gang scheduling tests (operator with GANG_SCHEDULER_NAME=volcano)"
   GANG_SCHEDULER_NAME=volcano start_operator "$artifacts/operator-gang.log"

@@ -10,6 +10,9 @@ Rules (training-operator ``pkg/util/status.go``), applied by :func:`set_conditio
    CRDs' ``State`` printer column shows;
 5. ``Running`` and ``Restarting`` exclude each other;
 6. ``Succeeded`` or ``Failed`` turn an existing ``Running`` to ``False``.
+
+Only these six types are Kubeflow's (:data:`KUBEFLOW_TYPES`); :func:`kubeflow_only` takes out
+what the Ansible runtime writes onto a job's status when a run of it fails (see there).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ RESTARTING = "Restarting"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 SUSPENDED = "Suspended"
+# training-operator's JobConditionType values: the only condition types a job's status holds.
+KUBEFLOW_TYPES = (CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED, SUSPENDED)
 
 TRUE = "True"
 FALSE = "False"
@@ -89,4 +94,38 @@ def set_condition(
             c = {**c, "status": FALSE, "lastUpdateTime": now, "lastTransitionTime": now}
         kept.append(c)
     kept.append(new)
+    return kept
+
+
+def foreign_types(conditions: list[dict[str, Any]]) -> list[str]:
+    """The condition types in ``conditions`` that are not Kubeflow's, sorted."""
+    return sorted({str(c.get("type")) for c in conditions or [] if c.get("type") not in KUBEFLOW_TYPES})
+
+
+def kubeflow_only(conditions: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """``conditions`` as they were before the Ansible runtime wrote onto them.
+
+    ansible-operator marks a run that failed (``markError`` in its ``controller/reconcile.go``,
+    even with ``manageStatus: false``): it appends ``Failure`` (True, reason ``Failed``), turns an
+    existing ``Running`` to ``False`` (and moves it last), and rewrites every condition without
+    ``lastUpdateTime``. Kubeflow clients read the conditions as the job's history and the last
+    one as its state, so each pass undoes that: types that are not Kubeflow's go; a ``Running``
+    that is ``False`` with the running reason on a job neither finished nor suspended is ``True``
+    again (upstream turns ``Running`` off only when the job finishes, with the reason kept, or is
+    suspended, with reason ``Suspended``; a restart replaces it), its transition time kept; a
+    missing ``lastUpdateTime`` is the transition time. The input is not modified.
+    """
+    kept = [dict(c) for c in conditions or [] if c.get("type") in KUBEFLOW_TYPES]
+    for c in kept:
+        if "lastUpdateTime" not in c and c.get("lastTransitionTime"):
+            c["lastUpdateTime"] = c["lastTransitionTime"]
+    running = find(kept, RUNNING)
+    if (
+        running is not None
+        and running.get("status") == FALSE
+        and running.get("reason") == reason(kind, "Running")
+        and not is_finished(kept)
+        and not is_true(kept, SUSPENDED)
+    ):
+        running["status"] = TRUE
     return kept

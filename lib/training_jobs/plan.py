@@ -52,6 +52,10 @@ IDLE_LABEL = "training.ato.dev/idle"
 # Written with the label's removal when an idle job was edited: the runtime's selector is only a
 # filter on its events, and a label change alone passes none of them; an annotation change does.
 EDITED_WHILE_IDLE = "training.ato.dev/edited-while-idle"
+# Written by the companion with the removal of both labels when a job's status holds a condition
+# type that is not Kubeflow's (the Ansible runtime's Failure, cond.kubeflow_only): that job's next
+# pass drops it, and a finished or idle job gets no pass otherwise.
+FOREIGN_CONDITIONS = "training.ato.dev/foreign-conditions"
 # Waiting for something that triggers no reconcile by itself: a deleted pod to be gone so its
 # replacement can be created, a config map or a Volcano PodGroup before the pods.
 WAIT_SECONDS = 2
@@ -179,7 +183,9 @@ class _Pass:
             # A malformed time is dropped and set again, instead of failing every pass.
             if key in self.status and parse_time(self.status[key]) is None:
                 del self.status[key]
-        self.conditions = list(self.status.get("conditions") or [])
+        # What the runtime wrote onto the status when a run failed is undone (cond.kubeflow_only);
+        # a changed list makes the status differ, so this pass writes it.
+        self.conditions = cond.kubeflow_only(self.status.get("conditions") or [], cr.get("kind") or "")
         # Restarts of pods that are gone: kept in the status so backoffLimit sees every one.
         self.restart_count = int(self.status.get("restartCount") or 0)
         self.evictions = int(self.status.get("evictionCount") or 0)
@@ -931,7 +937,7 @@ def idle_value(cr: dict[str, Any]) -> str:
     meta = cr.get("metadata") or {}
     if not meta.get("generation"):
         return ""
-    own = (pod_signature.ANNOTATION, EDITED_WHILE_IDLE)
+    own = (pod_signature.ANNOTATION, EDITED_WHILE_IDLE, FOREIGN_CONDITIONS)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in own}
     digest = hashlib.blake2s(json.dumps(annotations, sort_keys=True).encode(), digest_size=4).hexdigest()
     return f"{meta['generation']}-{digest}"

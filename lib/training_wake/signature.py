@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from training_jobs.conditions import foreign_types
 from training_jobs.plan import FINISHED_LABEL, OWN_MANAGERS
 
 # Re-exported: the watcher and its tests know the signature by this module.
@@ -102,15 +103,31 @@ class JobSeen(NamedTuple):
 
     annotation: str | None  # its ANNOTATION; None when never written
     ours_to_run: bool  # not labelled finished, and no other manager (runPolicy.managedBy) owns it
+    # Condition types on its status that are not Kubeflow's; only for a job whose status the
+    # operator writes (another manager's status is that manager's).
+    foreign: tuple[str, ...] = ()
 
 
 def job_seen(api_version: str, kind: str, job: dict[str, Any]) -> JobSeen:
     meta = job.get("metadata") or {}
     manager = BY_KIND[(api_version, kind)].run_policy(job.get("spec") or {}).get("managedBy") or ""
+    ours = manager in OWN_MANAGERS
+    conditions = (job.get("status") or {}).get("conditions") or []
     return JobSeen(
         (meta.get("annotations") or {}).get(ANNOTATION),
-        FINISHED_LABEL not in (meta.get("labels") or {}) and manager in OWN_MANAGERS,
+        FINISHED_LABEL not in (meta.get("labels") or {}) and ours,
+        tuple(foreign_types(conditions)) if ours else (),
     )
+
+
+def foreign_condition_jobs(
+    jobs: dict[JobKey, JobSeen], kinds: frozenset[tuple[str, str]]
+) -> dict[JobKey, tuple[str, ...]]:
+    """The jobs of ``kinds`` whose status holds a condition type that is not Kubeflow's, with
+    those types: what ansible-operator writes when a run fails (``training_jobs.conditions.
+    kubeflow_only``), which only a pass of the job takes out again. A job the runtime no longer
+    watches (labelled finished or idle) gets no pass by itself, so the watcher wakes it."""
+    return {job: seen.foreign for job, seen in jobs.items() if job[:2] in kinds and seen.foreign}
 
 
 def podless_jobs(

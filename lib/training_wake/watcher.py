@@ -9,7 +9,9 @@ It is also the safety net for what a watch can miss, so the operator never has t
 every list (at start, after a watch error or an outage, and every ``resync`` seconds) it reads
 the jobs' annotations and wakes each job whose pods changed while nobody was watching. A
 restarted companion therefore catches up by itself, and jobs move again within seconds of an
-API server coming back.
+API server coming back. The same list wakes each job whose status holds a condition type that is
+not Kubeflow's (the Ansible runtime's ``Failure`` after a run that crashed, finished jobs too),
+so that its next pass drops it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 from collections.abc import Generator
 from typing import Any, Protocol
 
-from training_jobs.plan import EDITED_WHILE_IDLE, IDLE_LABEL, idle_value
+from training_jobs.plan import EDITED_WHILE_IDLE, FINISHED_LABEL, FOREIGN_CONDITIONS, IDLE_LABEL, idle_value
 from training_kube.client import ApiError, resource_path
 
 from training_wake.signature import (
@@ -33,6 +35,7 @@ from training_wake.signature import (
     JobKey,
     JobSeen,
     PodIndex,
+    foreign_condition_jobs,
     job_seen,
     podless_jobs,
     stale_jobs,
@@ -204,7 +207,35 @@ class Watcher:
             log.info("waking %d job(s) whose pods changed unwatched: %s", len(missed), "; ".join(shown))
         if podless:
             log.info("waking %d job(s) without pods after the API server was unreachable", len(podless))
+        for job, types in sorted(foreign_condition_jobs(jobs, listed).items()):
+            self._wake_foreign(job, types)
         return failed
+
+    def _wake_foreign(self, job: JobKey, types: tuple[str, ...]) -> None:
+        """Bring back a job whose status holds a condition type that is not Kubeflow's (the
+        runtime's ``Failure`` after a run that crashed): its next pass drops it. The job may be
+        labelled finished or idle, which the runtime's selector leaves out: both labels go, with
+        an annotation change, since the runtime reconciles on that and not on a label's change.
+        A write that fails is tried again at the next catch-up."""
+        api_version, kind, namespace, name = job
+        log.info(
+            "%s %s/%s has condition(s) %s that are not Kubeflow's: waking it", kind, namespace, name, types
+        )
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {
+            "metadata": {
+                "labels": {FINISHED_LABEL: None, IDLE_LABEL: None},
+                "annotations": {FOREIGN_CONDITIONS: f"{','.join(types)} at {when}"},
+            }
+        }
+        path = resource_path(api_version, kind, namespace, name)
+        try:
+            self.client.request(
+                "PATCH", path, patch, content_type="application/merge-patch+json", owner=False
+            )
+        except (ApiError, OSError) as err:
+            if getattr(err, "status", 0) != 404:
+                log.warning("could not wake %s %s/%s (will retry): %s", kind, namespace, name, err)
 
     def watch(self, namespace: str, selector: str) -> None:
         """List and watch the pods matching ``selector`` in one namespace ("" = all) until

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 
 import pytest
-from training_jobs.plan import EDITED_WHILE_IDLE, IDLE_LABEL, idle_value
+from training_jobs.plan import EDITED_WHILE_IDLE, FINISHED_LABEL, FOREIGN_CONDITIONS, IDLE_LABEL, idle_value
 from training_jobs.registry import PROFILES
 from training_kube.client import ApiError
 from training_wake.signature import (
     ANNOTATION,
     JobSeen,
     PodIndex,
+    foreign_condition_jobs,
     job_of,
     job_seen,
     pod_state,
@@ -423,6 +424,7 @@ def idle_job(generation=3, annotations=None, labelled_at=None):
         ("an annotation was added (a TensorBoard's log dir)", {"annotations": {"x": "y"}}, True),
         ("only the wake signature changed", {"annotations": {ANNOTATION: "Running=1"}}, False),
         ("only the companion's note changed", {"annotations": {EDITED_WHILE_IDLE: "3-x at then"}}, False),
+        ("only its foreign-condition wake", {"annotations": {FOREIGN_CONDITIONS: "Failure at then"}}, False),
     ],
 )
 def test_an_idle_job_is_brought_back_when_it_was_edited(case, now, edited):
@@ -457,3 +459,84 @@ def test_the_idle_watch_removes_the_label_of_an_edited_job_only():
     # The runtime reconciles on an annotation change, not on a label's: the patch carries one.
     (note,) = body["metadata"]["annotations"].values()
     assert note.startswith(f"{idle_value(edited)} at ")
+
+
+CREATED_COND = {"type": "Created", "status": "True", "reason": "TFJobCreated"}
+SUCCEEDED_COND = {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}
+FAILURE = {
+    "type": "Failure",
+    "status": "True",
+    "reason": "Failed",
+    "message": "Failed to get ansible-runner stdout",
+}
+
+
+def job_with(name, conditions, labels=None, spec=None):
+    return {
+        "metadata": {"name": name, "namespace": "team", "labels": dict(labels or {}), "annotations": {}},
+        "spec": dict(spec or {}),
+        "status": {"conditions": conditions},
+    }
+
+
+@pytest.mark.parametrize(
+    ("conditions", "labels", "spec", "foreign"),
+    [
+        ([CREATED_COND, SUCCEEDED_COND], {FINISHED_LABEL: "true"}, {}, ()),
+        ([CREATED_COND, SUCCEEDED_COND, FAILURE], {FINISHED_LABEL: "true"}, {}, ("Failure",)),
+        ([CREATED_COND, FAILURE, {"type": "Successful"}], {IDLE_LABEL: "3-x"}, {}, ("Failure", "Successful")),
+        ([CREATED_COND, FAILURE], {}, {}, ("Failure",)),
+        # Kueue's MultiKueue copies the status from the worker cluster: not ours to repair.
+        ([CREATED_COND, FAILURE], {}, {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}, ()),
+    ],
+)
+def test_job_seen_names_condition_types_that_are_not_kubeflows(conditions, labels, spec, foreign):
+    seen = job_seen("kubeflow.org/v1", "TFJob", job_with("mnist", conditions, labels, spec))
+    assert seen.foreign == foreign
+
+
+def test_foreign_condition_jobs_are_those_of_the_listed_kinds_with_foreign_types():
+    mx = ("kubeflow.org/v1", "MXJob", "team", "mnist")
+    jobs = {JOB: JobSeen(None, False, ("Failure",)), mx: JobSeen(None, True, ("Failure",))}
+    other = ("kubeflow.org/v1", "TFJob", "team", "fine")
+    jobs[other] = JobSeen(None, True)
+    assert foreign_condition_jobs(jobs, TF) == {JOB: ("Failure",)}
+
+
+def test_the_catch_up_wakes_a_finished_or_idle_job_with_a_foreign_condition():
+    """The runtime's Failure on a job labelled finished (or idle) stays until a pass of it runs:
+    the watcher takes both labels off with an annotation change, which the runtime reconciles."""
+    from training_wake.watcher import Watcher
+
+    client = RecordingClient(
+        [
+            job_with("done", [CREATED_COND, SUCCEEDED_COND, FAILURE], {FINISHED_LABEL: "true"}),
+            job_with("fine", [CREATED_COND, SUCCEEDED_COND], {FINISHED_LABEL: "true"}),
+            job_with(
+                "kueue",
+                [CREATED_COND, FAILURE],
+                spec={"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}},
+            ),
+        ]
+    )
+    watcher = Watcher(client)
+    watcher._catch_up("", "training.kubeflow.org/operator-name", [])
+    ((path, body),) = client.patches
+    assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/done"
+    assert body["metadata"]["labels"] == {FINISHED_LABEL: None, IDLE_LABEL: None}
+    assert body["metadata"]["annotations"][FOREIGN_CONDITIONS].startswith("Failure at ")
+    assert watcher.flush() == 0, "no signature write besides"
+
+
+def test_a_foreign_condition_wake_that_fails_is_tried_at_the_next_catch_up():
+    from training_wake.watcher import Watcher
+
+    client = RecordingClient(
+        [job_with("done", [CREATED_COND, FAILURE], {FINISHED_LABEL: "true"})], fail_patches=1
+    )
+    watcher = Watcher(client)
+    selector = "training.kubeflow.org/operator-name"
+    watcher._catch_up("", selector, [])
+    assert client.patches == [], "the API server is down"
+    watcher._catch_up("", selector, [])
+    assert [path for path, _ in client.patches] == ["/apis/kubeflow.org/v1/namespaces/team/tfjobs/done"]
