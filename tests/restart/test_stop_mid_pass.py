@@ -106,7 +106,7 @@ class Operator:
                 start_new_session=True,
             )
         proc = self.proc
-        wait_for(lambda: proc.poll() is not None or ready(), timeout=300, what="the operator ready")
+        wait_for(lambda: proc.poll() is not None or ready(), what="the operator ready")
         assert proc.poll() is None, f"the operator exited:\n{self.tail()}"
 
     def stop(self, sig: signal.Signals) -> None:
@@ -118,7 +118,7 @@ class Operator:
         os.killpg(proc.pid, sig)
         try:
             proc.wait(timeout=90)
-            wait_for(lambda: group_gone(proc.pid), timeout=90, what="every process of the operator gone")
+            wait_for(lambda: group_gone(proc.pid), what="every process of the operator gone")
         finally:
             if not group_gone(proc.pid):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -274,9 +274,7 @@ def running_since(name: str) -> str | None:
 
 
 def assert_ended_right(op: Operator, name: str, replicas: int) -> None:
-    wait_for(
-        lambda: finished_ok(name), timeout=300, interval=1, what=f"{name} Succeeded and labelled finished"
-    )
+    wait_for(lambda: finished_ok(name), interval=1, what=f"{name} Succeeded and labelled finished")
     types = [c["type"] for c in conditions(name)]
     assert all(t in KUBEFLOW_TYPES for t in types), types
     assert types[0] == "Created" and types[-1] == "Succeeded" and "Failed" not in types, types
@@ -290,10 +288,9 @@ def test_sigint_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> Non
     operator.start("operator-restart-int-1.log")
     done = tfjob("done", {"Worker": replica(0)}, NS)
     idle = tfjob("idle", {"Worker": replica()}, NS)
-    wait_for(lambda: finished_ok(done), timeout=300, interval=1, what="done Succeeded and labelled finished")
+    wait_for(lambda: finished_ok(done), interval=1, what="done Succeeded and labelled finished")
     wait_for(
         lambda: IDLE_LABEL in labels(idle) and running_since(idle),
-        timeout=300,
         interval=1,
         what="idle labelled idle",
     )
@@ -301,7 +298,7 @@ def test_sigint_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> Non
     # Its pods run until the test ends them, after the restart.
     mid = tfjob("mid-int", {"Worker": replica(count=2)}, NS)
     # Not its first pass: the runtime links artifacts/latest only where artifacts/ exists already.
-    wait_for(lambda: latest_link(mid).is_symlink(), timeout=120, what=f"a pass of {mid} done")
+    wait_for(lambda: latest_link(mid).is_symlink(), what=f"a pass of {mid} done")
     poking = catch_a_pass_starting(mid)
     operator.stop(signal.SIGINT)
     assert poking.wait(timeout=120) == 0
@@ -316,14 +313,12 @@ def test_sigint_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> Non
     assert_ended_right(operator, mid, 2)
     wait_for(
         lambda: kubeflow_only(done) and finished_ok(done),
-        timeout=300,
         interval=1,
         what="done woken, its Failure dropped, labelled finished again",
     )
     assert FOREIGN_CONDITIONS in job(done)["metadata"]["annotations"]
     wait_for(
         lambda: kubeflow_only(idle) and IDLE_LABEL in labels(idle),
-        timeout=300,
         interval=1,
         what="idle woken, its Failure dropped, labelled idle again",
     )
@@ -333,7 +328,7 @@ def test_sigint_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> Non
 def test_sigkill_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> None:
     operator.start("operator-restart-kill-1.log")
     mid = tfjob("mid-kill", {"Worker": replica(count=2)}, NS)
-    wait_for(lambda: apply_task_started(mid), timeout=120, interval=0.01, what=f"{mid}'s apply task started")
+    wait_for(lambda: apply_task_started(mid), interval=0.01, what=f"{mid}'s apply task started")
     # A container killed (a Deployment's rollout past its grace period, an OOM kill): no shutdown.
     operator.stop(signal.SIGKILL)
     operator.start("operator-restart-kill-2.log")
