@@ -196,12 +196,11 @@ def kept(before: dict, after: dict) -> None:
             assert match[0][1] != c[1] or match[0][4] == c[4], (ref, c, now)
 
 
-def test_swap_to_this_operator_and_back(cluster) -> None:
-    jobs = start_jobs()
-    wait_for(lambda: settled(jobs), interval=1, what="every job in its state under training-operator")
-    uids, before, refused = all_pods(), snapshot(list(jobs.values())), refused_creates()
+ENDED = [("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
 
-    swap("to")
+
+def check_to(jobs: dict, uids: dict, before: dict, refused: set[str]) -> None:
+    """After ``to``: this operator has every job, each as training-operator left it."""
     wait_for(lambda: taken_over(jobs, refused), interval=1, what="this operator's pass over every job")
     assert all_pods() == uids, "no pod recreated or added by the swap"
     # training-operator never wrote the quota-held job's status: this operator adds Created and
@@ -212,47 +211,42 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
         k: v for k, v in before.items() if k != quota_held
     }, "conditions and startTime as training-operator left them"
     assert types(quota_held) == [("Created", "True"), ("Running", "True")]
+
+
+def check_from(jobs: dict, uids: dict) -> None:
+    """After ``from``: the quota raised, training-operator creates the pod it was refused; the
+    suspended job resumed, it creates its pods; every other pod is the one it left."""
+    quota = '{"spec":{"hard":{"pods":"10"}}}'
+    kubectl("patch", "resourcequota", "pods", "-n", QUOTA_NS, "--type=merge", "-p", quota)
+    wait_for(lambda: len(pods(QUOTA_NS)) == 2, what="training-operator creating the refused pod")
+    resume = '{"spec":{"runPolicy":{"suspend":false}}}'
+    kubectl("patch", "tfjob", "-n", NS, "tf-suspended", "--type=merge", "-p", resume)
+    wait_for(lambda: "tf-suspended-worker-0" in pods(NS), what="tf-suspended resumed by training-operator")
+    now = all_pods()
+    assert {k: now[k] for k in uids} == uids, "no pod recreated by the roll-back"
+    assert set(now) - set(uids) == {f"{QUOTA_NS}/tf-quota-worker-1", "tf-suspended-worker-0"}
+
+
+def test_swap_to_this_operator_and_back(cluster) -> None:
+    jobs = start_jobs()
+    wait_for(lambda: settled(jobs), interval=1, what="every job in its state under training-operator")
+    uids, before, refused = all_pods(), snapshot(list(jobs.values())), refused_creates()
+
+    swap("to")
+    check_to(jobs, uids, before, refused)
     # A job that ends under this operator, the other's conditions before its own.
     finish_job_pods(NS, "tf-ends-with-us")
     ended = jobs["tf-ends-with-us"]
     wait_for(
         lambda: FINISHED_LABEL in (job(ended)["metadata"].get("labels") or {}), what="tf-ends-with-us done"
     )
-    assert types(ended) == [("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
+    assert types(ended) == ENDED
     ours = snapshot(list(jobs.values()))
     kept(before, ours)
     uids = all_pods()
 
     swap("from")
-    # training-operator again: the quota raised, it creates the pod it was refused; the suspended
-    # job resumed, it creates its pods; every other pod is the one it left.
-    kubectl(
-        "patch",
-        "resourcequota",
-        "pods",
-        "-n",
-        QUOTA_NS,
-        "--type=merge",
-        "-p",
-        '{"spec":{"hard":{"pods":"10"}}}',
-    )
-    wait_for(lambda: len(pods(QUOTA_NS)) == 2, what="training-operator creating the refused pod")
-    suspended = jobs["tf-suspended"]
-    kubectl(
-        "patch",
-        "tfjob",
-        "-n",
-        NS,
-        "tf-suspended",
-        "--type=merge",
-        "-p",
-        '{"spec":{"runPolicy":{"suspend":false}}}',
-    )
-    wait_for(lambda: "tf-suspended-worker-0" in pods(NS), what="tf-suspended resumed by training-operator")
-    now = all_pods()
-    assert {k: now[k] for k in uids} == uids, "no pod recreated by the roll-back"
-    assert set(now) - set(uids) == {f"{QUOTA_NS}/tf-quota-worker-1", "tf-suspended-worker-0"}
-
+    check_from(jobs, uids)
     for name in ("tf-running", "pt-running", "tf-pending", "tf-suspended"):
         finish_job_pods(NS, name)
     finish_pod(NS, "pt-pending-master-0")
@@ -263,9 +257,9 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
         what="every job Succeeded under training-operator",
     )
     # The suspended job was given a startTime by its resume, as training-operator does.
+    suspended = jobs["tf-suspended"]
     kept({k: v for k, v in ours.items() if k != suspended}, snapshot(list(jobs.values())))
     # As training-operator ends a job that never saw another operator.
-    ended_types = [("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
     for name, ref in jobs.items():
-        want = ended_types if ref != suspended else [ended_types[0], ("Suspended", "False"), *ended_types[1:]]
+        want = ENDED if ref != suspended else [ENDED[0], ("Suspended", "False"), *ENDED[1:]]
         assert types(ref) == want, (name, types(ref))
