@@ -7,11 +7,17 @@
 #   hack/cluster.sh down      delete it
 #   hack/cluster.sh kubeconfig  print the kubeconfig path
 #   hack/cluster.sh running   exit 0 if the cluster is up and its API server ready
+#   hack/cluster.sh stop|start  stop every process of the cluster (etcd, kube-apiserver, scheduler,
+#                               controller manager, KWOK), start them again: a full control-plane
+#                               restart, as a platform team's upgrade does it (the benchmark's
+#                               outage with restart "full").
 #   hack/cluster.sh apiserver-down|apiserver-up
 #                               stop the kube-apiserver, start it again with the same arguments:
 #                               the benchmark's outage. etcd and KWOK (the "kubelets") keep
-#                               running, as they do when a real control plane restarts; stopping
-#                               KWOK too would hold pods until its node leases expire (200 s).
+#                               running, as they do when a real control plane restarts. A full
+#                               restart (`kwokctl --name ato stop cluster`, then `start cluster`)
+#                               also works: a restarted KWOK takes its nodes' 10 s leases over
+#                               within seconds (hack/kwok/cluster.yaml says why that matters).
 #
 # State lives in .kwok/ of this checkout; the kubeconfig is .kwok/clusters/<name>/kubeconfig.yaml.
 # The name is ATO_CLUSTER (default ato); the benchmark uses its own (ato-bench) so its
@@ -99,7 +105,9 @@ case ${1:-up} in
   down) down ;;
   kubeconfig) echo "$kubeconfig" ;;
   running) healthy ;;
+  stop) "$bin/kwokctl" --name "$name" stop cluster >&2 ;;
+  start) "$bin/kwokctl" --name "$name" start cluster --wait 2m >&2 ;;
   apiserver-down) apiserver_down ;;
   apiserver-up) apiserver_up ;;
-  *) echo "usage: $0 up|down|kubeconfig|running|apiserver-down|apiserver-up" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|kubeconfig|running|stop|start|apiserver-down|apiserver-up" >&2; exit 2 ;;
 esac
