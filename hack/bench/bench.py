@@ -60,7 +60,14 @@ PROFILES = {
         "scenarios": ["TFJob", "mixed"],
         "upstream_bursts": [1],
         "floor_jobs": 4,
-        "scale": {"steady": [0, 5], "window": 10, "restart": [20], "outage": 4, "down_s": 5},
+        "scale": {
+            "steady": [0, 5],
+            "window": 10,
+            "restart": [20],
+            "outage": 4,
+            "down_s": 5,
+            "outage_restarts": ["apiserver", "full"],
+        },
     },
     # The cost with changes (scale.py): steady state, restarts and an outage, this operator only.
     "scale": {
@@ -75,6 +82,7 @@ PROFILES = {
             "restart_running": [100],
             "outage": 20,
             "down_s": 10,
+            "outage_restarts": ["apiserver", "full"],
         },
     },
 }
@@ -84,7 +92,7 @@ PROFILES["outage"] = {
     "scenarios": [],
     "upstream_bursts": [],
     "floor_jobs": 0,
-    "scale": {"outage": 20, "down_s": 10},
+    "scale": {"outage": 20, "down_s": 10, "outage_restarts": ["apiserver", "full"]},
 }
 # Operator restarts alone: with finished jobs, and with running ones.
 PROFILES["restarts"] = {

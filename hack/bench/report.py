@@ -21,6 +21,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+# What an outage result's ``restart`` stopped (hack/bench/scale.py OUTAGE_COMMANDS).
+OUTAGE_WHAT = {"apiserver": "kube-apiserver", "full": "the whole control plane and KWOK"}
+
 
 def f(v, digits=2) -> str:
     if v is None:
@@ -209,7 +212,8 @@ def scale_rows(results: dict) -> list[str]:
             )
         if r["scenario"] == "outage":
             md.append(
-                f"- kube-apiserver stopped {f(r['down_s'], 0)} s during a burst of {r['jobs']} jobs "
+                f"- {OUTAGE_WHAT[r.get('restart', 'apiserver')]} stopped {f(r['down_s'], 0)} s "
+                f"during a burst of {r['jobs']} jobs "
                 f"(ready again {f(r.get('stop_to_ready_s'), 1)} s after the stop): after "
                 f"it was back, every pod created in {f(r.get('back_to_all_pods'), 1)} s, running in "
                 f"{f(r.get('back_to_all_running'), 1)} s, the burst done in {f(r['back_to_done'], 1)} s "

@@ -11,7 +11,9 @@ and after a control-plane outage (docs/performance.md, "Cost with changes").
   the same measures as ``restart``. The runtime reconciles every job it watches at start.
 - ``outage``: a burst of short jobs; a few seconds in, the kube-apiserver is stopped and started
   again (``hack/cluster.sh apiserver-down|apiserver-up``; the "kubelets" run on, as in a real
-  cluster); from the API server being back to the burst done.
+  cluster); from the API server being back to the burst done. With restart ``full``, every
+  process of the control plane and KWOK is stopped and started again instead
+  (``hack/cluster.sh stop|start``), as a control-plane upgrade does it.
 
 ``bench`` is bench.py's module (its Operator, Tracker, kubectl): passed in, so this file has no
 import cycle with the script that runs it.
@@ -210,8 +212,13 @@ def api_ready() -> bool:
     return subprocess.run(kubectl, capture_output=True, check=False).returncode == 0
 
 
-def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
+# How each kind of outage stops and starts the cluster (hack/cluster.sh).
+OUTAGE_COMMANDS = {"apiserver": ("apiserver-down", "apiserver-up"), "full": ("stop", "start")}
+
+
+def outage(bench, op, n: int, down_s: float, index: int, restart: str = "apiserver") -> dict[str, Any]:
     ns = f"bench-outage-{bench.RUN_ID}-{index}"
+    down, up = OUTAGE_COMMANDS[restart]
     bench.kubectl("create", "namespace", ns)
     tracker = bench.Tracker(ns, {"TFJob"})
     time.sleep(1.0)
@@ -219,9 +226,9 @@ def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
     time.sleep(3)
     # down_s counts from the stop: apiserver-down itself takes up to 5 s (graceful shutdown).
     stopped = time.monotonic()
-    subprocess.run([str(ROOT / "hack" / "cluster.sh"), "apiserver-down"], check=True, capture_output=True)
+    subprocess.run([str(ROOT / "hack" / "cluster.sh"), down], check=True, capture_output=True)
     time.sleep(max(0.0, down_s - (time.monotonic() - stopped)))
-    subprocess.run([str(ROOT / "hack" / "cluster.sh"), "apiserver-up"], check=True, capture_output=True)
+    subprocess.run([str(ROOT / "hack" / "cluster.sh"), up], check=True, capture_output=True)
     wait(api_ready, 120, 0.2)
     back = time.monotonic()
     wait(lambda: len(tracker.job_done) >= n, 300, 0.5)
@@ -237,6 +244,7 @@ def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
     pods = n * bench.REPLICAS
     result = {
         "scenario": "outage",
+        "restart": restart,
         "jobs": n,
         "down_s": down_s,
         # From the stop to /readyz answering again: down_s and the API server's start.
@@ -249,7 +257,7 @@ def outage(bench, op, n: int, down_s: float, index: int) -> dict[str, Any]:
         "back_to_done": after_back(done, len(done) >= n),
     }
     bench.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=600s", check=False)
-    bench.log(f"outage x{n}: {result}")
+    bench.log(f"outage ({restart}) x{n}: {result}")
     return result
 
 
@@ -262,8 +270,9 @@ def run(bench, op, plan: dict[str, Any]) -> list[dict[str, Any]]:
         results.append(restart(bench, op, n, i))
     for i, n in enumerate(plan.get("restart_running") or []):
         results.append(restart_running(bench, op, n, i))
-    if plan.get("outage"):
-        results.append(outage(bench, op, plan["outage"], plan.get("down_s", 10), 0))
+    kinds = (plan.get("outage_restarts") or ["apiserver"]) if plan.get("outage") else []
+    for i, kind in enumerate(kinds):
+        results.append(outage(bench, op, plan["outage"], plan.get("down_s", 10), i, kind))
     return results
 
 
@@ -285,7 +294,10 @@ def within_targets(results: list[dict[str, Any]]) -> list[str]:
                 f"restart x{r['finished_jobs']}: first pod {r['ready_to_first_pod']} s (target <= 5)"
             )
         if r["scenario"] == "outage" and (r["back_to_done"] is None or r["back_to_done"] > 30):
-            missed.append(f"outage: done {r['back_to_done']} s after the API was back (target <= 30)")
+            missed.append(
+                f"outage ({r.get('restart', 'apiserver')}): done {r['back_to_done']} s after the API was back"
+                " (target <= 30)"
+            )
     return missed
 
 
@@ -302,5 +314,7 @@ def incomplete(results: list[dict[str, Any]]) -> list[str]:
                 f"restart with {r['running_jobs']} running: not every job ran, or the new job got no pod"
             )
         if r["scenario"] == "outage" and r["finished"] < r["jobs"]:
-            broken.append(f"outage: only {r['finished']} of {r['jobs']} jobs finished")
+            broken.append(
+                f"outage ({r.get('restart', 'apiserver')}): only {r['finished']} of {r['jobs']} jobs finished"
+            )
     return broken
