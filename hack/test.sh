@@ -136,11 +136,12 @@ e2e() {
   }
   stop_operator
   # An operator stopped in the middle of a pass (SIGINT as make run's Ctrl-C, SIGKILL as a killed
-  # container) and started again: the tests start and stop their own, so none other may run.
+  # container) and started again, and the whole control plane restarted under a running one:
+  # the tests start and stop their own operator, so none other may run.
   # They run it as make run does by default, as the caller (tests/restart says why).
-  log "stop mid-pass tests (operators of their own; logs: $artifacts/operator-restart-*.log)"
-  RESTART_LOG_DIR=$artifacts pytest -q -m stop_mid_pass tests/restart -p no:cacheprovider || {
-    log "stop mid-pass tests failed; operator log tails:"
+  log "restart tests (operators of their own; logs: $artifacts/operator-restart-*.log)"
+  RESTART_LOG_DIR=$artifacts pytest -q -m restarts tests/restart -p no:cacheprovider || {
+    log "restart tests failed; operator log tails:"
     for f in "$artifacts"/operator-restart-*.log; do tail -40 "$f"; done; return 1
   }
   # training-operator v1.9.4 replaced by this operator with jobs in flight, and back, by the

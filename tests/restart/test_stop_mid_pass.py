@@ -16,7 +16,7 @@ it); that test checks the job ends right after a pass killed in the middle of it
 
 This module starts and stops its own operator (``hack/run.sh`` in a process group of its own, as
 ``make run`` runs it), so it needs the cluster without any other operator: hack/test.sh e2e runs
-it in a step of its own (``-m stop_mid_pass``). It waits on states (an ansible-runner process of
+it in a step of its own (``-m restarts``). It waits on states (an ansible-runner process of
 the job still starting, a task's start among its events, the jobs' labels and conditions), never
 on timers; the bounds only catch hangs.
 """
@@ -24,18 +24,15 @@ on timers; the bounds only catch hangs.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from kube import (
     KUBECTL,
-    ROOT,
     finish_job_pods,
     get,
     job_pods,
@@ -49,24 +46,16 @@ from kube import (
 from training_jobs.conditions import KUBEFLOW_TYPES
 from training_jobs.plan import FINISHED_LABEL, FOREIGN_CONDITIONS, IDLE_LABEL
 
-pytestmark = pytest.mark.stop_mid_pass
+pytestmark = pytest.mark.restarts
 
 NS = "ato-restart"
 # ansible-operator's per-job runner directory (internal/ansible/runner/runner.go):
 # /tmp/ansible-operator/runner/<group>/<version>/<kind>/<namespace>/<name>.
 RUNNER = Path("/tmp/ansible-operator/runner/kubeflow.org/v1/TFJob") / NS
-LOGS = Path(os.environ.get("RESTART_LOG_DIR") or ROOT / ".local" / "test")
-READYZ = f"http://127.0.0.1:{os.environ.get('HEALTH_PORT', '6789')}/readyz"
 # What the runtime logs when such a pass crashed, and ansible-runner's error on the link.
 CRASH = ("Failed to get ansible-runner stdout", "FileNotFoundError")
 # The message of the Failure this module writes itself (not CRASH's, which the log is searched for).
-PLANTED = "written by tests/restart/test_stop_mid_pass.py as the runtime's markError writes it"
-
-# As `make run` runs it by default: as the caller (KUBECONFIG), not as the operator's own
-# ServiceAccount (OPERATOR_KUBECONFIG). The runtime marks a failed run with an *update* of the
-# status, which config/rbac/role.yaml does not grant (the operator patches it): as the
-# ServiceAccount the runtime's write is refused, and this test would not see the condition.
-RUN_ENV = {k: v for k, v in os.environ.items() if k != "OPERATOR_KUBECONFIG"}
+PLANTED = "written by tests/restart/test_restarts.py as the runtime's markError writes it"
 
 
 def clean_runner_dirs() -> None:
@@ -75,72 +64,6 @@ def clean_runner_dirs() -> None:
 
 
 namespace = namespace_fixture(NS, before=clean_runner_dirs)
-
-
-def ready() -> bool:
-    try:
-        with urllib.request.urlopen(READYZ, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-class Operator:
-    """hack/run.sh in a process group of its own: the runtime, its Ansible runs and the companion."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
-        self.log = LOGS / "operator-restart.log"
-
-    def start(self, log_name: str) -> None:
-        assert not ready(), f"an operator already answers on {READYZ}: this test needs the only one"
-        LOGS.mkdir(parents=True, exist_ok=True)
-        self.log = LOGS / log_name
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen(
-                [str(ROOT / "hack" / "run.sh")],
-                cwd=ROOT,
-                env=RUN_ENV,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        proc = self.proc
-        wait_for(lambda: proc.poll() is not None or ready(), what="the operator ready")
-        assert proc.poll() is None, f"the operator exited:\n{self.tail()}"
-
-    def stop(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to the whole group (Ctrl-C under make run is SIGINT to the group) and wait
-        until every process of it is gone; the runtime's graceful shutdown takes up to 30 s."""
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=90)
-            wait_for(lambda: group_gone(proc.pid), what="every process of the operator gone")
-        finally:
-            if not group_gone(proc.pid):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-
-
-def group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-@pytest.fixture
-def operator():
-    op = Operator()
-    yield op
-    op.stop(signal.SIGINT)
 
 
 def job(name: str) -> dict:
@@ -273,7 +196,7 @@ def running_since(name: str) -> str | None:
     )
 
 
-def assert_ended_right(op: Operator, name: str, replicas: int) -> None:
+def assert_ended_right(op, name: str, replicas: int) -> None:
     wait_for(lambda: finished_ok(name), interval=1, what=f"{name} Succeeded and labelled finished")
     types = [c["type"] for c in conditions(name)]
     assert all(t in KUBEFLOW_TYPES for t in types), types
@@ -284,7 +207,7 @@ def assert_ended_right(op: Operator, name: str, replicas: int) -> None:
     assert not [line for line in log.splitlines() if any(c in line for c in CRASH)], op.tail()
 
 
-def test_sigint_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> None:
+def test_sigint_in_a_pass_leaves_no_foreign_condition(operator) -> None:
     operator.start("operator-restart-int-1.log")
     done = tfjob("done", {"Worker": replica(0)}, NS)
     idle = tfjob("idle", {"Worker": replica()}, NS)
@@ -325,7 +248,7 @@ def test_sigint_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> Non
     assert running_since(idle) == since, "Running is True again, since it first was"
 
 
-def test_sigkill_in_a_pass_leaves_no_foreign_condition(operator: Operator) -> None:
+def test_sigkill_in_a_pass_leaves_no_foreign_condition(operator) -> None:
     operator.start("operator-restart-kill-1.log")
     mid = tfjob("mid-kill", {"Worker": replica(count=2)}, NS)
     wait_for(lambda: apply_task_started(mid), interval=0.01, what=f"{mid}'s apply task started")
