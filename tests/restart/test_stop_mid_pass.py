@@ -55,7 +55,7 @@ RUNNER = Path("/tmp/ansible-operator/runner/kubeflow.org/v1/TFJob") / NS
 # What the runtime logs when such a pass crashed, and ansible-runner's error on the link.
 CRASH = ("Failed to get ansible-runner stdout", "FileNotFoundError")
 # The message of the Failure this module writes itself (not CRASH's, which the log is searched for).
-PLANTED = "written by tests/restart/test_restarts.py as the runtime's markError writes it"
+PLANTED = "written by tests/restart/test_stop_mid_pass.py as the runtime's markError writes it"
 
 
 def clean_runner_dirs() -> None:
