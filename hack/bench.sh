@@ -34,7 +34,7 @@ if (exec 3<>/dev/tcp/127.0.0.1/6789) 2>/dev/null; then
 fi
 targets=$(printf '%s\n' "${args[@]}" | sed -n '/^--targets$/{n;p}')
 profile=$(printf '%s\n' "${args[@]}" | sed -n '/^--profile$/{n;p}')
-if [ "$profile" != scale ] && [ "$profile" != outage ] && [ "$profile" != restarts ] && { [ -z "$targets" ] || [[ $targets == *upstream* ]]; }; then
+if [ "$profile" != scale ] && [ "$profile" != restarts ] && { [ -z "$targets" ] || [[ $targets == *upstream* ]]; }; then
   "$root/hack/build-go-tools.sh" training-operator
 fi
 

@@ -31,10 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "lib"))
 import jobs as joblib
 import measure
 import scale
 from kubernetes import client, config, watch
+from training_jobs.pod_signature import ANNOTATION as POD_SIGNATURE  # the companion's wake
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOOR_DIR = ROOT / "hack" / "bench" / "floor"
@@ -93,6 +95,8 @@ PROFILES["outage"] = {
     "upstream_bursts": [],
     "floor_jobs": 0,
     "scale": {"outage": 20, "down_s": 10, "outage_restarts": ["apiserver", "full"]},
+    # training-operator through the same outages, for comparison.
+    "upstream_scale": {"outage": 20, "down_s": 10, "outage_restarts": ["apiserver", "full"]},
 }
 # Operator restarts alone: with finished jobs, and with running ones.
 PROFILES["restarts"] = {
@@ -102,8 +106,9 @@ PROFILES["restarts"] = {
     "floor_jobs": 0,
     "scale": {"restart": [100], "restart_running": [25, 100]},
 }
-# The full profile ends with the scale scenarios too.
+# The full profile ends with the scale scenarios too, and training-operator's outages.
 PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]
+PROFILES["full"]["upstream_scale"] = PROFILES["outage"]["upstream_scale"]
 REPLICAS = 5
 RUN_FOR = "5s"
 # In every namespace name: runner artifacts of an earlier run (/tmp/ansible-operator) never mix in.
@@ -204,6 +209,9 @@ class Tracker:
         self.pod_finished: dict[str, dict[str, float]] = {}
         self.job_running: dict[str, float] = {}
         self.job_done: dict[str, tuple[float, str]] = {}
+        # When the companion last wrote the job's pod signature (its wake) before it was done.
+        self.job_woken: dict[str, float] = {}
+        self.wake_seen: dict[str, str] = {}
         self.watches: list[watch.Watch] = []
         self.stopped = threading.Event()
         core, custom = client.CoreV1Api(), client.CustomObjectsApi()
@@ -247,7 +255,11 @@ class Tracker:
 
     def _on_job(self, etype, obj, now):
         name = obj["metadata"]["name"]
+        signature = (obj["metadata"].get("annotations") or {}).get(POD_SIGNATURE)
         with self.lock:
+            if signature and name not in self.job_done and self.wake_seen.get(name) != signature:
+                self.wake_seen[name] = signature
+                self.job_woken[name] = now
             for c in (obj.get("status") or {}).get("conditions") or []:
                 if c.get("status") != "True":
                     continue
@@ -552,8 +564,13 @@ def main() -> None:
         finally:
             op.stop()
         index = 100
-    if "upstream" in targets and profile["upstream_bursts"]:
-        results["bursts"] += upstream_run(env, out, profile["upstream_bursts"], index)
+    upstream_scale = profile.get("upstream_scale") or {}
+    if "upstream" in targets and (profile["upstream_bursts"] or upstream_scale):
+        upstream_bursts, upstream_outages = upstream_run(
+            env, out, profile["upstream_bursts"], index, upstream_scale
+        )
+        results["bursts"] += upstream_bursts
+        results.setdefault("scale", []).extend(upstream_outages)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     log(f"results in {out}/results.json")
     unfinished = [b for b in results["bursts"] if b["succeeded"] < b["jobs"]]
@@ -568,9 +585,11 @@ def main() -> None:
         sys.exit(1)
 
 
-def upstream_run(env: dict, out: Path, sizes: list[int], index: int) -> list[dict]:
-    """training-operator owns kubeflow.org's TFJob too: our APIs make way for its CRDs during
-    its run and come back afterwards."""
+def upstream_run(
+    env: dict, out: Path, sizes: list[int], index: int, scale_plan: dict
+) -> tuple[list[dict], list[dict]]:
+    """Bursts and outages of training-operator. It owns kubeflow.org's TFJob too: our APIs make
+    way for its CRDs during its run and come back afterwards."""
     script = str(ROOT / "hack" / "bench" / "training-operator.sh")
     kubectl("delete", "-k", str(ROOT / "config" / "admission"), "--ignore-not-found", check=False)
     kubectl("delete", "-k", str(ROOT / "config" / "crd"), "--ignore-not-found", "--wait=true")
@@ -578,7 +597,7 @@ def upstream_run(env: dict, out: Path, sizes: list[int], index: int) -> list[dic
     op = upstream_operator(env, out)
     op.start()
     try:
-        return bursts(op, ["TFJob"], sizes, index)
+        return bursts(op, ["TFJob"], sizes, index), scale.outages(sys.modules[__name__], op, scale_plan, 10)
     finally:
         op.stop([script, "stop"])
         subprocess.run([script, "delete-crds"], env=env, check=False, cwd=ROOT)

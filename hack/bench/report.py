@@ -212,11 +212,14 @@ def scale_rows(results: dict) -> list[str]:
             )
         if r["scenario"] == "outage":
             md.append(
-                f"- {OUTAGE_WHAT[r.get('restart', 'apiserver')]} stopped {f(r['down_s'], 0)} s "
+                f"- {r.get('target', 'ours')}: {OUTAGE_WHAT[r.get('restart', 'apiserver')]} stopped "
+                f"{f(r['down_s'], 0)} s "
                 f"during a burst of {r['jobs']} jobs "
                 f"(ready again {f(r.get('stop_to_ready_s'), 1)} s after the stop): after "
                 f"it was back, every pod created in {f(r.get('back_to_all_pods'), 1)} s, running in "
-                f"{f(r.get('back_to_all_running'), 1)} s, the burst done in {f(r['back_to_done'], 1)} s "
+                f"{f(r.get('back_to_all_running'), 1)} s, finished in "
+                f"{f(r.get('back_to_all_pods_finished'), 1)} s, every job woken in "
+                f"{f(r.get('back_to_all_woken'), 1)} s, the burst done in {f(r['back_to_done'], 1)} s "
                 f"({r['finished']}/{r['jobs']} finished)."
             )
     missed = scale_module().within_targets(scale)
