@@ -230,6 +230,8 @@ clean_up() {
       log "deleting namespace $ns (created by this run)"
       kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
       kubectl delete pods --all -n "$ns" --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+      # The cluster-wide rules of an operator identity made in it (operator_identity).
+      kubectl delete clusterrolebinding,clusterrole "$ns-manager-role" --ignore-not-found >/dev/null 2>&1 || true
     done
     namespaces_before=""
   fi
