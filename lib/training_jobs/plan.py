@@ -597,34 +597,21 @@ def _report_pod_problems(profile: Profile, p: _Pass) -> None:
 
 
 def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> Plan:
-    ctx = Context(config=p.config, pods=p.pods, now=p.now)
-    finished = cond.is_finished(p.conditions)
-    succeeded = cond.is_true(p.conditions, cond.SUCCEEDED)
-
-    if finished:
+    if cond.is_finished(p.conditions):
         # The status of a finished job is final: its counts are never recomputed from the pods
         # the clean-pod policy left, so an operator restart changes nothing.
         p.status.setdefault("completionTime", p.now)
-        _cleanup_finished(profile, job, p, succeeded)
-        _delete_pod_group(job, p)
-        _ttl(job, p)
-        _mark_final(job, p)
+        _close_finished(profile, job, p, cond.is_true(p.conditions, cond.SUCCEEDED))
         return _result(p, kind)
-
     if job.run_policy.get("suspend"):
-        _delete_everything(profile, p)
-        _delete_pod_group(job, p)
-        if cond.is_true(p.conditions, cond.RUNNING):
-            p.set_condition(kind, cond.RUNNING, cond.FALSE, "Suspended", f"{kind} {name} is suspended.")
-        p.set_condition(kind, cond.SUSPENDED, cond.TRUE, "Suspended", f"{kind} {name} is suspended.")
-        counts = {g.rtype: Counts(replicas=g.replicas) for g in job.groups}
-        p.status["replicaStatuses"] = _replica_statuses(profile, job, counts, False)
+        _suspend(profile, job, p, kind, name)
         return _result(p, kind)
     if cond.is_true(p.conditions, cond.SUSPENDED):
         p.set_condition(kind, cond.SUSPENDED, cond.FALSE, "Resumed", f"{kind} {name} is resumed.")
         p.event("Normal", cond.reason(kind, "Resumed"), f"{kind} {name} is resumed.")
         p.status["startTime"] = p.now
 
+    ctx = Context(config=p.config, pods=p.pods, now=p.now)
     gang_ready = _sync_pod_group(profile, job, p, kind)
     recreating, restarts = _reconcile_pods(profile, job, p, ctx, gang_ready)
     _report_pod_problems(profile, p)
@@ -640,55 +627,67 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> P
     if gang_ready:
         # The deadline's clock starts when the pods may start, not while the gang is held.
         p.status.setdefault("startTime", p.now)
-    if outcome.state == cond.SUCCEEDED:
-        _finish(
-            job,
-            p,
-            cond.SUCCEEDED,
-            "Succeeded",
-            outcome.message or f"{kind} {job.namespace}/{name} successfully completed.",
-        )
-    elif outcome.state == cond.FAILED:
-        _finish(job, p, cond.FAILED, "Failed", outcome.message)
-    elif any(c.restarting for c in counts.values()):
-        types = ", ".join(g.rtype for g in job.groups if counts[g.rtype].restarting)
-        p.set_condition(
-            kind,
-            cond.RESTARTING,
-            cond.TRUE,
-            "Restarting",
-            f"job {name} is restarting because {types} replica(s) failed.",
-        )
-    elif outcome.state == cond.RUNNING:
-        p.set_condition(
-            kind, cond.RUNNING, cond.TRUE, "Running", outcome.message or f"{kind} {name} is running."
-        )
-
+    _set_state(job, p, kind, name, outcome, counts)
     if not cond.is_finished(p.conditions):
         _limits(job, p, kind, restarts)
-    finished = cond.is_finished(p.conditions)
     ok = cond.is_true(p.conditions, cond.SUCCEEDED)
     p.status["replicaStatuses"] = _replica_statuses(profile, job, counts, ok)
     p.status.update(profile.status_extras(job, counts, ctx, p.conditions))
-    if finished:
-        # A finished job starts and restarts nothing: its pods are left to the clean-pod policy.
-        p.create = []
-        p.delete = [r for r in p.delete if r not in p.recreating]
-        p.events = [
-            e for e in p.events if not e["reason"].startswith(("SuccessfulDelete", "SuccessfulCreate"))
-        ]
-        p.update = []
-        p.requeue = []
-        p.restarted_pods = 0
-        _cleanup_finished(profile, job, p, ok)
-        _delete_pod_group(job, p)
-        _ttl(job, p)
-        _mark_final(job, p)
+    if cond.is_finished(p.conditions):
+        _drop_starts(p)
+        _close_finished(profile, job, p, ok)
     elif float(p.config.get("poll_seconds") or 0) > 0:
         # Opt-in (JOB_POLL_SECONDS): pod changes wake the job through the companion's watcher
         # (lib/training_wake), whose periodic re-list is the cheap safety net.
         p.requeue_in(float(p.config["poll_seconds"]))
     return _result(p, kind)
+
+
+def _close_finished(profile: Profile, job: Job, p: _Pass, succeeded: bool) -> None:
+    """What a finished job still gets: the clean-pod policy, its PodGroup gone, the TTL, and the
+    label that takes it out of the runtime's watch."""
+    _cleanup_finished(profile, job, p, succeeded)
+    _delete_pod_group(job, p)
+    _ttl(job, p)
+    _mark_final(job, p)
+
+
+def _suspend(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> None:
+    """A suspended job has no pods, Services or PodGroup, and says so in its conditions."""
+    _delete_everything(profile, p)
+    _delete_pod_group(job, p)
+    if cond.is_true(p.conditions, cond.RUNNING):
+        p.set_condition(kind, cond.RUNNING, cond.FALSE, "Suspended", f"{kind} {name} is suspended.")
+    p.set_condition(kind, cond.SUSPENDED, cond.TRUE, "Suspended", f"{kind} {name} is suspended.")
+    counts = {g.rtype: Counts(replicas=g.replicas) for g in job.groups}
+    p.status["replicaStatuses"] = _replica_statuses(profile, job, counts, False)
+
+
+def _set_state(job: Job, p: _Pass, kind: str, name: str, outcome: Outcome, counts: dict[str, Counts]) -> None:
+    """The condition the framework's outcome and the restarts call for."""
+    if outcome.state == cond.SUCCEEDED:
+        message = outcome.message or f"{kind} {job.namespace}/{name} successfully completed."
+        _finish(job, p, cond.SUCCEEDED, "Succeeded", message)
+    elif outcome.state == cond.FAILED:
+        _finish(job, p, cond.FAILED, "Failed", outcome.message)
+    elif any(c.restarting for c in counts.values()):
+        types = ", ".join(g.rtype for g in job.groups if counts[g.rtype].restarting)
+        message = f"job {name} is restarting because {types} replica(s) failed."
+        p.set_condition(kind, cond.RESTARTING, cond.TRUE, "Restarting", message)
+    elif outcome.state == cond.RUNNING:
+        message = outcome.message or f"{kind} {name} is running."
+        p.set_condition(kind, cond.RUNNING, cond.TRUE, "Running", message)
+
+
+def _drop_starts(p: _Pass) -> None:
+    """A job that finished in this pass starts and restarts nothing: its pods are left to the
+    clean-pod policy."""
+    p.create = []
+    p.delete = [r for r in p.delete if r not in p.recreating]
+    p.events = [e for e in p.events if not e["reason"].startswith(("SuccessfulDelete", "SuccessfulCreate"))]
+    p.update = []
+    p.requeue = []
+    p.restarted_pods = 0
 
 
 def status_digest(status: dict[str, Any] | None) -> str:

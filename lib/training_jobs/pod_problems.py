@@ -208,37 +208,33 @@ def abnormal_pod_events(
     known = set(seen or ())
     events: list[PlanEvent] = []
     added: set[str] = set()
-
-    def report(pod: dict[str, Any], container: str, reason: str, message: str) -> None:
-        key = pod_key(pod, container, reason)
-        if key in known or key in added:
-            return
-        if limit is not None and len(known) + len(added) >= limit:
-            return
-        added.add(key)
-        events.append({"type": "Warning", "reason": reason, "message": message})
-
     for pod in pods or ():
-        if evicted(pod):
-            status = _status(pod)
-            disruption = _condition(pod, "DisruptionTarget") or {}
-            detail = status.get("message") or disruption.get("message") or ""
-            cause = disruption.get("reason") if not status.get("message") else ""
-            report(pod, "", "Evicted", _message(_where(pod), "Evicted", cause or "", detail))
-            continue
-        if _phase(pod) not in ACTIVE_PHASES or _meta(pod).get("deletionTimestamp"):
-            continue
-        for container, reason, message in _container_events(pod):
-            report(pod, container, reason, message)
-        scheduled = _condition(pod, "PodScheduled")
-        if scheduled and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
-            report(
-                pod,
-                "",
-                "Unschedulable",
-                _message(_where(pod), "Unschedulable", scheduled.get("message") or ""),
-            )
+        for container, reason, message in _pod_problems(pod):
+            key = pod_key(pod, container, reason)
+            if key in known or key in added:
+                continue
+            if limit is not None and len(known) + len(added) >= limit:
+                continue
+            added.add(key)
+            events.append({"type": "Warning", "reason": reason, "message": message})
     return events, added
+
+
+def _pod_problems(pod: dict[str, Any]) -> Iterable[tuple[str, str, str]]:
+    """(container, reason, message) of what keeps one pod from running; see abnormal_pod_events."""
+    if evicted(pod):
+        status = _status(pod)
+        disruption = _condition(pod, "DisruptionTarget") or {}
+        detail = status.get("message") or disruption.get("message") or ""
+        cause = disruption.get("reason") if not status.get("message") else ""
+        yield "", "Evicted", _message(_where(pod), "Evicted", cause or "", detail)
+        return
+    if _phase(pod) not in ACTIVE_PHASES or _meta(pod).get("deletionTimestamp"):
+        return
+    yield from _container_events(pod)
+    scheduled = _condition(pod, "PodScheduled")
+    if scheduled and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        yield "", "Unschedulable", _message(_where(pod), "Unschedulable", scheduled.get("message") or "")
 
 
 def exit_code_events(

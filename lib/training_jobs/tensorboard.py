@@ -59,6 +59,21 @@ def _log_volume(job: Job, log_dir: str) -> tuple[dict[str, Any], dict[str, Any]]
     )
 
 
+def _pod_template(
+    log_dir: str, image: str, selector: dict[str, str], volume: dict[str, Any], mount: dict[str, Any]
+) -> dict[str, Any]:
+    """TensorBoard's pod: it serves the log directory, read from the job's own volume."""
+    command = ["tensorboard", "--logdir", log_dir, "--host", "0.0.0.0", "--port", str(PORT)]
+    container = {
+        "name": "tensorboard",
+        "image": image,
+        "command": command,
+        "ports": [{"name": "tensorboard", "containerPort": PORT}],
+        "volumeMounts": [mount],
+    }
+    return {"metadata": {"labels": dict(selector)}, "spec": {"containers": [container], "volumes": [volume]}}
+
+
 def objects(job: Job, labels: dict[str, str], config: dict[str, Any]) -> list[dict[str, Any]]:
     """The TensorBoard Deployment and Service of the job, or ``[]`` when not requested."""
     log_dir = requested(job)
@@ -85,29 +100,7 @@ def objects(job: Job, labels: dict[str, str], config: dict[str, Any]) -> list[di
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": dict(selector)},
-            "template": {
-                "metadata": {"labels": dict(selector)},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "tensorboard",
-                            "image": image,
-                            "command": [
-                                "tensorboard",
-                                "--logdir",
-                                log_dir,
-                                "--host",
-                                "0.0.0.0",
-                                "--port",
-                                str(PORT),
-                            ],
-                            "ports": [{"name": "tensorboard", "containerPort": PORT}],
-                            "volumeMounts": [mount],
-                        }
-                    ],
-                    "volumes": [volume],
-                },
-            },
+            "template": _pod_template(log_dir, image, selector, volume, mount),
         },
     }
     service = {
