@@ -557,7 +557,7 @@ def _managed_elsewhere(profile: Profile, cr: dict[str, Any]) -> bool:
 
 def _delete_pod_group(job: Job, p: _Pass) -> None:
     """Upstream deletes the PodGroup when the job finishes or is suspended."""
-    p.status.pop(PENDING_MESSAGE, None)
+    _clear_pending_message(p)
     if job.name in p.pod_groups:
         p.delete_obj(p.pod_groups[job.name])
 
@@ -589,8 +589,16 @@ def _sync_pod_group(profile: Profile, job: Job, p: _Pass, kind: str) -> bool:
         p.status["lastReconcileTime"] = p.now
         p.requeue_in(float(p.config.get("poll_seconds") or GANG_POLL_SECONDS))
     else:
-        p.status.pop(PENDING_MESSAGE, None)
+        _clear_pending_message(p)
     return ready
+
+
+def _clear_pending_message(p: _Pass) -> None:
+    """The hold is over. The status is written as a merge patch, where only a null removes a key."""
+    if PENDING_MESSAGE in p.old_status:
+        p.status[PENDING_MESSAGE] = None
+    else:
+        p.status.pop(PENDING_MESSAGE, None)
 
 
 def _report_pod_problems(profile: Profile, p: _Pass) -> None:

@@ -324,7 +324,10 @@ def test_volcano_gang_waits_for_an_admitted_pod_group():
     go = plan(job, {"podgroups": [admitted]}, VOLCANO, LATER)
     pods = [o for o in go["create"] if o["kind"] == "Pod"]
     assert len(pods) == 4
-    assert "podGroupPendingMessage" not in go["status"], "the hold is over"
+    assert go["status"]["podGroupPendingMessage"] is None, "the hold is over: removed (merge patch)"
+    job["status"] = {k: v for k, v in go["status"].items() if v is not None}
+    after = plan(job, {"podgroups": [admitted]}, VOLCANO, LATER)["status"] or {}
+    assert "podGroupPendingMessage" not in after, "and not written again"
     for p in pods:
         assert p["spec"]["schedulerName"] == "volcano"
         assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "job"
