@@ -209,11 +209,15 @@ build_volcano() {
 # scheduler-plugins' scheduler (kube-scheduler with Coscheduling and the project's other plugins)
 # and its controller (PodGroup status), run on the host by hack/gang-schedulers.sh. Upstream names
 # them kube-scheduler and controller; here they are prefixed, as bin/kube-scheduler is Kubernetes'.
-# ldflags as upstream's Makefile (the version as gitVersion).
+# gitVersion is the Kubernetes version they are built against (v1.33.5 for v0.33.5), not the
+# plugins' own version as upstream's Makefile sets it: component-base v0.33 takes the binary's
+# emulation version from gitVersion, and the scheduler refuses to start with v0.33.5 ("emulation
+# version 0.33 is not between [1.31, 0.33.0]").
 build_scheduler_plugins() {
-  local v=$SCHEDULER_PLUGINS_VERSION
-  module_source_build scheduler-plugins sigs.k8s.io/scheduler-plugins "$v" \
-    "-X k8s.io/component-base/version.gitVersion=$v" \
+  local r=sigs.k8s.io/scheduler-plugins v=$SCHEDULER_PLUGINS_VERSION kube
+  kube=$(client_go_of "$r" "$v")
+  module_source_build scheduler-plugins "$r" "$v" \
+    "-X k8s.io/component-base/version.gitVersion=$kube" \
     scheduler-plugins-scheduler=./cmd/scheduler scheduler-plugins-controller=./cmd/controller
 }
 
