@@ -88,11 +88,14 @@ volcano_up() {
   "$root/hack/build-go-tools.sh" volcano
   local crds; crds="$(module_dir volcano.sh/volcano "$VOLCANO_VERSION")/installer/helm/chart/volcano/crd/bases"
   install_crds "$crds/scheduling.volcano.sh_podgroups.yaml" "$crds/scheduling.volcano.sh_queues.yaml"
-  volcano_conf >"$state/volcano-scheduler.conf"
+  # A directory of its own: vc-scheduler watches the config's directory and reloads on every
+  # write there, which its own log in the same directory would make an endless loop.
+  mkdir -p "$state/volcano-conf"
+  volcano_conf >"$state/volcano-conf/scheduler.conf"
   # ResourceTopology (on by default) waits for the Numatopology CRD, which nothing here needs.
   # The scheduler creates the "default" queue itself.
   KUBECONFIG=$KUBECONFIG start volcano "$root/bin/vc-scheduler" --kubeconfig="$KUBECONFIG" \
-    --scheduler-name=volcano --scheduler-conf="$state/volcano-scheduler.conf" \
+    --scheduler-name=volcano --scheduler-conf="$state/volcano-conf/scheduler.conf" \
     --leader-elect=false --feature-gates=ResourceTopology=false \
     --enable-healthz --healthz-address="127.0.0.1:$volcano_healthz" \
     --listen-address="127.0.0.1:$volcano_metrics" --cache-dumper=false --logtostderr -v=3
