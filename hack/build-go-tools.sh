@@ -202,7 +202,9 @@ module_source_build() {
 build_volcano() {
   local r=volcano.sh/volcano v=$VOLCANO_VERSION sha
   sha=$(go mod download -json "$r@$v" | sed -n 's/.*"Hash": "\(.*\)".*/\1/p')
-  local ld="-X $r/pkg/version.GitSHA=$sha -X $r/pkg/version.Version=$v -X '$r/pkg/version.Built=$(date -u '+%Y-%m-%d %H:%M:%S')'"
+  local built ld
+  built=$(date -u '+%Y-%m-%d %H:%M:%S')
+  ld="-X $r/pkg/version.GitSHA=$sha -X $r/pkg/version.Version=$v -X '$r/pkg/version.Built=$built'"
   module_source_build volcano "$r" "$v" "$ld" vc-scheduler=./cmd/scheduler
 }
 

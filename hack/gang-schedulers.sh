@@ -93,8 +93,9 @@ volcano_up() {
   mkdir -p "$state/volcano-conf"
   volcano_conf >"$state/volcano-conf/scheduler.conf"
   # ResourceTopology (on by default) waits for the Numatopology CRD, which nothing here needs.
-  # The scheduler creates the "default" queue itself.
-  KUBECONFIG=$KUBECONFIG start volcano "$root/bin/vc-scheduler" --kubeconfig="$KUBECONFIG" \
+  # The scheduler creates the "default" queue itself. KUBECONFIG (exported by use_cluster) is
+  # also read by its vGPU device code, which otherwise looks for ~/.kube/config.
+  start volcano "$root/bin/vc-scheduler" --kubeconfig="$KUBECONFIG" \
     --scheduler-name=volcano --scheduler-conf="$state/volcano-conf/scheduler.conf" \
     --leader-elect=false --feature-gates=ResourceTopology=false \
     --enable-healthz --healthz-address="127.0.0.1:$volcano_healthz" \
@@ -142,7 +143,8 @@ plugins_up() {
   start scheduler-plugins-scheduler "$root/bin/scheduler-plugins-scheduler" \
     --config="$state/scheduler-plugins.yaml" --bind-address=127.0.0.1 --secure-port="$plugins_secure" \
     --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" -v=3
-  KUBECONFIG=$KUBECONFIG start scheduler-plugins-controller "$root/bin/scheduler-plugins-controller" \
+  # The controller reads KUBECONFIG (exported by use_cluster), as controller-runtime does.
+  start scheduler-plugins-controller "$root/bin/scheduler-plugins-controller" \
     --metricsAddr="127.0.0.1:$plugins_metrics" --probeAddr="127.0.0.1:$plugins_probe"
   wait_healthy scheduler-plugins-scheduler "https://127.0.0.1:$plugins_secure/healthz"
   wait_healthy scheduler-plugins-controller "http://127.0.0.1:$plugins_probe/readyz"
