@@ -9,6 +9,8 @@
 # On demand only (not in the default list; hack/olm-test.sh builds them): opm, olm (olm, catalog).
 # On demand only (hack/bench/training-operator.sh builds it): training-operator (Kubeflow's
 # upstream operator, the benchmark's baseline).
+# On demand only (hack/gang-schedulers.sh builds them): volcano (vc-scheduler), scheduler-plugins
+# (scheduler-plugins-scheduler, scheduler-plugins-controller).
 #
 # Builds are keyed by version under $ATO_CACHE (default ~/.cache/ansible-training-operator),
 # so a second run only re-links. Nothing here downloads a release binary.
@@ -174,6 +176,53 @@ build_training_operator() {
   link training-operator "$out"
 }
 
+# module_source_build NAME MODULE VERSION LDFLAGS BIN=PKG...: build packages inside a copy of the
+# module's own source, with its own go.mod and go.sum. For modules whose go.mod pins its
+# dependencies by replace directives (Volcano, scheduler-plugins): a wrapper module would ignore
+# them and resolve other (newer, often incompatible) Kubernetes libraries.
+module_source_build() {
+  local name=$1 mod=$2 v=$3 ld=$4; shift 4
+  local out="$cache/tools/$name-$v" src="$cache/src/$name-$v" bins=() pair
+  for pair in "$@"; do bins+=("${pair%%=*}"); done
+  if ! have "$out" "${bins[@]}"; then
+    log "building $name $v (${bins[*]})"
+    local dir; dir=$(go mod download -json "$mod@$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    rm -rf "$src"; cp -r "$dir" "$src"; chmod -R u+w "$src"
+    mkdir -p "$out.tmp"
+    for pair in "$@"; do
+      (cd "$src" && go build -trimpath -ldflags "-s -w $ld" -o "$out.tmp/${pair%%=*}" "${pair#*=}")
+    done
+    rm -rf "$out"; mv "$out.tmp" "$out"
+  fi
+  for pair in "$@"; do link "${pair%%=*}" "$out"; done
+}
+
+# Volcano's scheduler (vc-scheduler), run on the host by hack/gang-schedulers.sh. ldflags as
+# upstream's Makefile.def (GitSHA is the tag's commit, from the module's origin).
+build_volcano() {
+  local r=volcano.sh/volcano v=$VOLCANO_VERSION sha
+  sha=$(go mod download -json "$r@$v" | sed -n 's/.*"Hash": "\(.*\)".*/\1/p')
+  local built ld
+  built=$(date -u '+%Y-%m-%d %H:%M:%S')
+  ld="-X $r/pkg/version.GitSHA=$sha -X $r/pkg/version.Version=$v -X '$r/pkg/version.Built=$built'"
+  module_source_build volcano "$r" "$v" "$ld" vc-scheduler=./cmd/scheduler
+}
+
+# scheduler-plugins' scheduler (kube-scheduler with Coscheduling and the project's other plugins)
+# and its controller (PodGroup status), run on the host by hack/gang-schedulers.sh. Upstream names
+# them kube-scheduler and controller; here they are prefixed, as bin/kube-scheduler is Kubernetes'.
+# gitVersion is the Kubernetes version they are built against (v1.33.5 for v0.33.5), not the
+# plugins' own version as upstream's Makefile sets it: component-base v0.33 takes the binary's
+# emulation version from gitVersion, and the scheduler refuses to start with v0.33.5 ("emulation
+# version 0.33 is not between [1.31, 0.33.0]").
+build_scheduler_plugins() {
+  local r=sigs.k8s.io/scheduler-plugins v=$SCHEDULER_PLUGINS_VERSION kube
+  kube=$(client_go_of "$r" "$v")
+  module_source_build scheduler-plugins "$r" "$v" \
+    "-X k8s.io/component-base/version.gitVersion=$kube" \
+    scheduler-plugins-scheduler=./cmd/scheduler scheduler-plugins-controller=./cmd/controller
+}
+
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(kube etcd kwok ansible-operator operator-sdk kustomize)
 for t in "${tools[@]}"; do
@@ -187,6 +236,8 @@ for t in "${tools[@]}"; do
     opm) build_opm ;;
     olm) build_olm ;;
     training-operator) build_training_operator ;;
+    volcano) build_volcano ;;
+    scheduler-plugins) build_scheduler_plugins ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

@@ -151,19 +151,30 @@ e2e() {
     log "swap tests failed; operator log tails:"
     for f in "$artifacts"/swap/*operator-[0-9]*.log; do tail -40 "$f"; done; return 1
   }
-  # Gang scheduling is an operator-level setting: a second run of the operator, with Volcano.
-  log "gang scheduling tests (operator with GANG_SCHEDULER_NAME=volcano)"
+  # Gang scheduling is an operator-level setting: a second run of the operator, with Volcano's
+  # real scheduler beside it (hack/gang-schedulers.sh; built on first use, logs in .local/gang/).
+  log "gang scheduling tests (Volcano's vc-scheduler, operator with GANG_SCHEDULER_NAME=volcano)"
+  gang_schedulers=volcano
+  hack/gang-schedulers.sh volcano up
   GANG_SCHEDULER_NAME=volcano start_operator "$artifacts/operator-gang.log"
   pytest -q -m gang tests/gang -p no:cacheprovider || {
-    log "gang tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang.log"; return 1
+    log "gang tests failed; operator and vc-scheduler log tails:"
+    tail -80 "$artifacts/operator-gang.log"; tail -40 .local/gang/volcano.log; return 1
   }
   stop_operator
-  log "gang scheduling tests (operator with GANG_SCHEDULER_NAME=scheduler-plugins-scheduler)"
+  hack/gang-schedulers.sh volcano down
+  log "gang scheduling tests (scheduler-plugins, operator with GANG_SCHEDULER_NAME=scheduler-plugins-scheduler)"
+  gang_schedulers=plugins
+  hack/gang-schedulers.sh plugins up
   GANG_SCHEDULER_NAME=scheduler-plugins-scheduler start_operator "$artifacts/operator-gang-plugins.log"
   pytest -q -m gang_plugins tests/gang -p no:cacheprovider || {
-    log "scheduler-plugins tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang-plugins.log"; return 1
+    log "scheduler-plugins tests failed; operator and scheduler log tails:"
+    tail -80 "$artifacts/operator-gang-plugins.log"; tail -40 .local/gang/scheduler-plugins-scheduler.log
+    return 1
   }
   stop_operator
+  hack/gang-schedulers.sh plugins down
+  gang_schedulers=""
   # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run, and a second
   # operator on another namespace beside it.
   log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched; a second one with ato-shard-b"
@@ -210,9 +221,14 @@ test_cluster() {
 
 # clean_up: what the run created goes, pass or fail. A namespace's pods are removed with grace 0
 # once its namespace is deleted: a simulated pod that never terminates would hold it for good.
+# The gang schedulers a gang stage started and has not stopped yet (volcano or plugins).
+gang_schedulers=""
 clean_up() {
   stop_shard_operator
   stop_operator
+  # Only this run's: a developer's own, started by hand, keeps running through `hack/test.sh lint`.
+  [ -z "$gang_schedulers" ] || hack/gang-schedulers.sh "$gang_schedulers" down || true
+  gang_schedulers=""
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then
     [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"
     return 0

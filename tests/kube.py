@@ -167,21 +167,33 @@ def reconcile_finished(resource: str, namespace: str, name: str, timeout: float 
 
 class Watch:
     """Every version of one object as the API server sends it, so that short-lived states (a
-    pod's Terminating, a job's Restarting) are seen however busy the machine is."""
+    pod's Terminating, a job's Restarting) are seen however busy the machine is. With ``name``
+    empty, every object of ``resource`` in the namespace, those created later too."""
 
     def __init__(self, resource: str, name: str, namespace: str):
         self.out = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__, closed in events()
-        args = ["get", resource, name, "-n", namespace, "--watch", "--output-watch-events", "-o", "json"]
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - as above
+        target = [resource, name] if name else [resource]
+        # -v=6 logs the watch request: a collection may be empty, and then prints nothing at first.
+        args = ["get", *target, "-n", namespace, "--watch", "--output-watch-events", "-o", "json", "-v=6"]
         self.proc = subprocess.Popen(
-            [KUBECTL, "--kubeconfig", kubeconfig(), *args], stdout=self.out, stderr=subprocess.DEVNULL
+            [KUBECTL, "--kubeconfig", kubeconfig(), *args], stdout=self.out, stderr=self.log
         )
-        # The initial list is printed first: from then on no change can slip by.
-        wait_for(lambda: os.fstat(self.out.fileno()).st_size > 0, what="watch started")
+        # The initial list is printed first, or the watch from the list's resourceVersion has been
+        # answered: from then on no change can slip by.
+        wait_for(self._started, what="watch started")
+
+    def _started(self) -> bool:
+        if os.fstat(self.out.fileno()).st_size > 0:
+            return True
+        self.log.seek(0)
+        return b'watch=true" status="200' in self.log.read()
 
     def events(self) -> list[tuple[str, dict]]:
         """Stop watching; the (type, object) pairs seen, oldest first."""
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        self.log.close()
         self.out.seek(0)
         text = self.out.read().decode()
         self.out.close()

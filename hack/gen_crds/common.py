@@ -213,6 +213,13 @@ def job_status(kind: str, extra: dict[str, Schema] | None = None) -> Schema:
         ),
         "completionTime": timestamp("When the job succeeded or failed."),
         "lastReconcileTime": timestamp("When the operator last held the job back (gang scheduling)."),
+        "podGroupPendingMessage": {
+            "description": "Why the operator holds the job's pods back (gang scheduling: the PodGroup "
+            "not yet admitted by Volcano, what the gang needs); the message of the last PodGroupPending "
+            "event. Removed once the pods may be created.",
+            "type": "string",
+            "maxLength": 4096,
+        },
         "reportedPodProblems": {
             "description": "Pod problems already reported as events on the job (pod uid/container/"
             "reason), so each is reported once; kept by the operator.",

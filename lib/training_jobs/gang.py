@@ -225,7 +225,8 @@ def may_create_pods(kind: str, observed_pod_group: dict[str, Any] | None) -> tup
     Volcano: only once the observed PodGroup has a phase other than ``Pending`` (``Inqueue``,
     ``Running``, ...), i.e. Volcano admitted the whole gang; a missing PodGroup also waits
     (issues #1630, #1729: a job that never gets pods). scheduler-plugins and no gang: always.
-    When not, the reason says why, for the job's ``lastReconcileTime`` and an event.
+    When not, the reason says why (what the gang needs and Volcano's latest condition), for the
+    job's ``podGroupPendingMessage`` and its ``PodGroupPending`` event.
     """
     if kind != VOLCANO:
         return True, ""
@@ -238,11 +239,19 @@ def may_create_pods(kind: str, observed_pod_group: dict[str, Any] | None) -> tup
         return True, ""
     spec = observed_pod_group.get("spec") or {}
     where = f"PodGroup {meta.get('namespace', '')}/{meta.get('name', '')}"
+    queue = spec.get("queue") or DEFAULT_QUEUE
     why = (
         f"{where} is {phase or 'not yet seen by Volcano'}: Volcano has not admitted the gang "
-        f"(queue {spec.get('queue') or DEFAULT_QUEUE!r}, minMember {spec.get('minMember', 0)}), "
-        f"so no pod is created yet"
+        f"(queue {queue!r}, minMember {spec.get('minMember', 0)}), so no pod is created yet"
     )
+    if spec.get("minResources"):
+        # Volcano's enqueue (proportion plugin) admits a gang only when its whole minResources fit
+        # what the queue may still use; its refusal is an event on the PodGroup, not on the job.
+        wanted = ", ".join(f"{k} {v}" for k, v in sorted(spec["minResources"].items()))
+        why += (
+            f"; the gang needs minResources {wanted}, admitted only when queue {queue!r} "
+            f"(its capability, at most the cluster's allocatable resources) has that much free"
+        )
     conditions = [c for c in status.get("conditions") or [] if c.get("message")]
     if conditions:
         latest = max(conditions, key=lambda c: c.get("lastTransitionTime") or "")

@@ -36,6 +36,9 @@ CLEAN_NONE, CLEAN_RUNNING, CLEAN_ALL = "None", "Running", "All"
 # How often a job held for its gang looks at its PodGroup again: Volcano admitting the gang
 # triggers no reconcile by itself.
 GANG_POLL_SECONDS = 30
+# Why the gang's pods are held (the last PodGroupPending event's message), while they are.
+PENDING_MESSAGE = "podGroupPendingMessage"
+PENDING_MESSAGE_MAX = 4096  # the CRD's maxLength; Volcano's fit errors can list every node
 # The API server could not be read or written: try again soon, as a planned requeue rather than
 # a failed task, whose backoff controller-runtime doubles up to minutes during an outage.
 UNAVAILABLE_RETRY_SECONDS = 5
@@ -554,6 +557,7 @@ def _managed_elsewhere(profile: Profile, cr: dict[str, Any]) -> bool:
 
 def _delete_pod_group(job: Job, p: _Pass) -> None:
     """Upstream deletes the PodGroup when the job finishes or is suspended."""
+    _clear_pending_message(p)
     if job.name in p.pod_groups:
         p.delete_obj(p.pod_groups[job.name])
 
@@ -575,12 +579,26 @@ def _sync_pod_group(profile: Profile, job: Job, p: _Pass, kind: str) -> bool:
     elif gang.needs_update(desired, observed):
         p.update.append(desired)
     ready, why = gang.may_create_pods(scheduler, observed)
+    why = why[:PENDING_MESSAGE_MAX]
     if not ready:
-        if "lastReconcileTime" not in p.old_status:
+        # Said again whenever the reason changes (the PodGroup created, Volcano's verdict), not on
+        # every poll: a gang that never fits says why once, and the status keeps saying it.
+        if p.old_status.get(PENDING_MESSAGE) != why:
             p.event("Normal", "PodGroupPending", why)
+        p.status[PENDING_MESSAGE] = why
         p.status["lastReconcileTime"] = p.now
         p.requeue_in(float(p.config.get("poll_seconds") or GANG_POLL_SECONDS))
+    else:
+        _clear_pending_message(p)
     return ready
+
+
+def _clear_pending_message(p: _Pass) -> None:
+    """The hold is over. The status is written as a merge patch, where only a null removes a key."""
+    if PENDING_MESSAGE in p.old_status:
+        p.status[PENDING_MESSAGE] = None
+    else:
+        p.status.pop(PENDING_MESSAGE, None)
 
 
 def _report_pod_problems(profile: Profile, p: _Pass) -> None:

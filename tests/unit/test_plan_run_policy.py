@@ -315,6 +315,7 @@ def test_volcano_gang_waits_for_an_admitted_pod_group():
     assert pg["spec"]["minMember"] == 4 and pg["spec"]["queue"] == "default"
     assert first["status"]["lastReconcileTime"] == NOW
     assert any(e["reason"] == "PodGroupPending" for e in first["events"])
+    assert first["status"]["podGroupPendingMessage"] == "waiting for the Volcano PodGroup to be created"
     job["status"] = first["status"]
     pending = {**pg, "status": {"phase": "Pending"}}
     still = plan(job, {"podgroups": [pending]}, VOLCANO, LATER)
@@ -323,9 +324,39 @@ def test_volcano_gang_waits_for_an_admitted_pod_group():
     go = plan(job, {"podgroups": [admitted]}, VOLCANO, LATER)
     pods = [o for o in go["create"] if o["kind"] == "Pod"]
     assert len(pods) == 4
+    assert go["status"]["podGroupPendingMessage"] is None, "the hold is over: removed (merge patch)"
+    job["status"] = {k: v for k, v in go["status"].items() if v is not None}
+    after = plan(job, {"podgroups": [admitted]}, VOLCANO, LATER)["status"] or {}
+    assert "podGroupPendingMessage" not in after, "and not written again"
     for p in pods:
         assert p["spec"]["schedulerName"] == "volcano"
         assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "job"
+
+
+def pending_events(result):
+    return [e["message"] for e in result["events"] if e["reason"] == "PodGroupPending"]
+
+
+def test_volcano_gang_held_says_why_once_per_reason():
+    """A gang Volcano never admits (its minResources exceed the queue) is not silent: each new
+    reason is an event, kept in the status; the same reason on the next poll is not repeated."""
+    job = tfjob(TF_CHIEF, runPolicy={"schedulingPolicy": {"minResources": {"cpu": "1000"}}})
+    first = plan(job, {}, VOLCANO, NOW)
+    (pg,) = [o for o in first["create"] if o["kind"] == "PodGroup"]
+    job["status"] = first["status"]
+    unschedulable = {
+        "type": "Unschedulable",
+        "reason": "NotEnoughResources",
+        "message": "0/0 tasks in gang unschedulable: pod group is not ready, 4 minAvailable",
+        "lastTransitionTime": LATER,
+    }
+    pending = {**pg, "status": {"phase": "Pending", "conditions": [unschedulable]}}
+    second = plan(job, {"podgroups": [pending]}, VOLCANO, LATER)
+    (why,) = pending_events(second)
+    assert "minResources cpu 1k" in why and why.endswith(unschedulable["message"])
+    assert second["status"]["podGroupPendingMessage"] == why
+    job["status"] = second["status"]
+    assert pending_events(plan(job, {"podgroups": [pending]}, VOLCANO, LATER)) == []
 
 
 def test_scheduler_plugins_gang_labels_pods_and_does_not_wait():
