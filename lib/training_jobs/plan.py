@@ -596,6 +596,21 @@ def _report_pod_problems(profile: Profile, p: _Pass) -> None:
         p.status["reportedPodProblems"] = kept
 
 
+def _plan_suspended(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> Plan:
+    """Pods, services, the PodGroup and what would act on the job (an autoscaler) go."""
+    _delete_everything(profile, p)
+    _delete_pod_group(job, p)
+    for (extra_kind, _), obj in sorted(p.extras.items()):
+        if extra_kind in profile.extras_removed_while_suspended:
+            p.delete_obj(obj)
+    if cond.is_true(p.conditions, cond.RUNNING):
+        p.set_condition(kind, cond.RUNNING, cond.FALSE, "Suspended", f"{kind} {name} is suspended.")
+    p.set_condition(kind, cond.SUSPENDED, cond.TRUE, "Suspended", f"{kind} {name} is suspended.")
+    counts = {g.rtype: Counts(replicas=g.replicas) for g in job.groups}
+    p.status["replicaStatuses"] = _replica_statuses(profile, job, counts, False)
+    return _result(p, kind)
+
+
 def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> Plan:
     ctx = Context(config=p.config, pods=p.pods, now=p.now)
     finished = cond.is_finished(p.conditions)
@@ -612,14 +627,7 @@ def _plan_valid(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> P
         return _result(p, kind)
 
     if job.run_policy.get("suspend"):
-        _delete_everything(profile, p)
-        _delete_pod_group(job, p)
-        if cond.is_true(p.conditions, cond.RUNNING):
-            p.set_condition(kind, cond.RUNNING, cond.FALSE, "Suspended", f"{kind} {name} is suspended.")
-        p.set_condition(kind, cond.SUSPENDED, cond.TRUE, "Suspended", f"{kind} {name} is suspended.")
-        counts = {g.rtype: Counts(replicas=g.replicas) for g in job.groups}
-        p.status["replicaStatuses"] = _replica_statuses(profile, job, counts, False)
-        return _result(p, kind)
+        return _plan_suspended(profile, job, p, kind, name)
     if cond.is_true(p.conditions, cond.SUSPENDED):
         p.set_condition(kind, cond.SUSPENDED, cond.FALSE, "Resumed", f"{kind} {name} is resumed.")
         p.event("Normal", cond.reason(kind, "Resumed"), f"{kind} {name} is resumed.")
