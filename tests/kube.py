@@ -169,14 +169,29 @@ class Watch:
     """Every version of one object as the API server sends it, so that short-lived states (a
     pod's Terminating, a job's Restarting) are seen however busy the machine is."""
 
-    def __init__(self, resource: str, name: str, namespace: str):
+    def __init__(self, resource: str, name: str | None, namespace: str, selector: str = ""):
+        """One object by ``name``, or every object ``selector`` matches (``name`` None), objects
+        that do not exist yet included."""
         self.out = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__, closed in events()
-        args = ["get", resource, name, "-n", namespace, "--watch", "--output-watch-events", "-o", "json"]
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115
+        which = [name] if name else ["-l", selector]
+        # -v=6 logs each request: the watch request follows the list it resumes from.
+        args = ["get", resource, *which, "-n", namespace, "--watch", "--output-watch-events", "-o", "json"]
+        args += [] if name else ["-v=6"]
         self.proc = subprocess.Popen(
-            [KUBECTL, "--kubeconfig", kubeconfig(), *args], stdout=self.out, stderr=subprocess.DEVNULL
+            [KUBECTL, "--kubeconfig", kubeconfig(), *args], stdout=self.out, stderr=self.err
         )
-        # The initial list is printed first: from then on no change can slip by.
-        wait_for(lambda: os.fstat(self.out.fileno()).st_size > 0, what="watch started")
+        if name:
+            # The initial list is printed first: from then on no change can slip by.
+            wait_for(lambda: os.fstat(self.out.fileno()).st_size > 0, what="watch started")
+        else:
+            # A list may be empty and print nothing: the watch request, sent from the list's
+            # resourceVersion, says the same.
+            wait_for(self._watching, what="watch started")
+
+    def _watching(self) -> bool:
+        self.err.seek(0)
+        return b"watch=true" in self.err.read()
 
     def events(self) -> list[tuple[str, dict]]:
         """Stop watching; the (type, object) pairs seen, oldest first."""
@@ -185,6 +200,7 @@ class Watch:
         self.out.seek(0)
         text = self.out.read().decode()
         self.out.close()
+        self.err.close()
         decoder, pos, events = json.JSONDecoder(), 0, []
         while True:
             while pos < len(text) and text[pos].isspace():
