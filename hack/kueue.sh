@@ -53,7 +53,7 @@ certificates() {
 }
 
 config() {
-  sed -e "s|@WEBHOOK_PORT@|$webhook_port|; s|@METRICS_PORT@|$metrics_port|" \
+  sed -e "s|\"@WEBHOOK_PORT@\"|$webhook_port|; s|@METRICS_PORT@|$metrics_port|" \
     -e "s|@HEALTH_PORT@|$health_port|; s|@CERT_DIR@|$state/certs|" \
     "$root/hack/kueue/config.yaml" >"$state/config.yaml"
   local f
