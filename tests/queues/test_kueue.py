@@ -339,3 +339,63 @@ def test_a_preempted_elastic_job_has_no_autoscaler_until_it_runs_again():
     finish("PyTorchJob", "elastic")
     delete("TFJob", "big")
     delete("PyTorchJob", "elastic")
+
+
+# --- a kind Kueue does not integrate, as a plain pod group ------------------------------------------
+
+POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+ADMISSION_GATE = {"name": "kueue.x-k8s.io/admission"}
+
+
+def pod_group_mxjob(name: str) -> dict:
+    """An MXJob (no Kueue integration since v0.11) whose three pods form one Kueue pod group: every
+    replica's template carries the queue, the group's name and its size."""
+    metadata = {
+        "labels": {QUEUE_LABEL: "training", POD_GROUP_LABEL: name},
+        "annotations": {POD_GROUP_COUNT: "3"},
+    }
+    replicas = {}
+    for rtype in ("Scheduler", "Server", "Worker"):
+        spec = gpu_replica("mxnet", 1)
+        spec["template"]["metadata"] = metadata
+        replicas[rtype] = spec
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": replicas},
+    }
+
+
+def gated_pods(name: str) -> list[dict]:
+    pods = job_pods(NS, name)
+    gated = [p for p in pods if ADMISSION_GATE in (p["spec"].get("schedulingGates") or [])]
+    return len(pods) == 3 and len(gated) == 3 and pods
+
+
+def group_workload(name: str) -> dict | None:
+    """A pod group's Workload, named after the group."""
+    found = kubectl("get", "workloads.kueue.x-k8s.io", "-n", NS, name, "-o", "json", check=False)
+    return json.loads(found.stdout) if found.returncode == 0 else None
+
+
+def test_an_mxjob_queued_as_a_plain_pod_group():
+    """Kueue's pod framework gates each pod of the group at its creation and lets them all go
+    once the group is admitted, with the flavor's nodeSelector; the operator runs the job as
+    usual around the gated pods."""
+    name = "mx-group"
+    with queue_held():
+        create(pod_group_mxjob(name))
+        for pod in wait_for(lambda: gated_pods(name), what=f"3 gated pods of {name}"):
+            assert "nodeName" not in pod["spec"], "gated: not scheduled"
+        waiting = wait_for(lambda: group_workload(name), what=f"the Workload of the group {name}")
+        assert not is_true(waiting, "QuotaReserved")
+        assert not is_true(job("MXJob", name), "Running")
+    for pod in running_pods(name, 3):
+        assert pod["spec"]["nodeSelector"] == GPU_NODES
+        assert not pod["spec"].get("schedulingGates")
+    wait_for(lambda: is_true(job("MXJob", name), "Running"), what=f"{name} Running")
+    finish("MXJob", name)
+    wait_for(lambda: is_true(group_workload(name) or {}, "Finished"), what=f"the Workload of {name} Finished")
+    delete("MXJob", name)
