@@ -26,9 +26,11 @@ health_port=${KUEUE_HEALTH_PORT:-19445}
 state="$root/.local/kueue/${ATO_CLUSTER:-ato}"
 pidfile="$state/kueue.pid" logfile="$state/kueue.log"
 # Kubeflow's v1 jobs Kueue integrates; MXJob (until v0.10) and training-operator's MPIJob v1
-# (never) are not among them.
+# (never) are not among them. "pod": plain pod groups, which queue the pods of the other kinds
+# (docs/queues-and-gang-scheduling.md); Kueue's pod webhook then sees every pod created outside
+# kube-system and kueue-system, and leaves those without a queue label alone.
 frameworks=(kubeflow.org/tfjob kubeflow.org/pytorchjob kubeflow.org/xgboostjob kubeflow.org/jaxjob
-  kubeflow.org/paddlejob)
+  kubeflow.org/paddlejob pod)
 
 running() {
   [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null &&
