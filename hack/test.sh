@@ -166,17 +166,7 @@ e2e() {
     log "scheduler-plugins tests failed; operator log tail:"; tail -80 "$artifacts/operator-gang-plugins.log"; return 1
   }
   stop_operator
-  # Kueue's own manager (hack/kueue.sh) admits, holds and preempts the jobs; the operator needs
-  # no setting for it. Kueue's webhooks go with it: they would refuse every later job create.
-  log "Kueue tests (Kueue $KUEUE_VERSION, log: .local/kueue/; operator log: $artifacts/operator-kueue.log)"
-  kueue_started=true
-  hack/kueue.sh up
-  start_operator "$artifacts/operator-kueue.log"
-  pytest -q -m kueue tests/queues -p no:cacheprovider || {
-    log "Kueue tests failed; operator log tail:"; tail -60 "$artifacts/operator-kueue.log"; return 1
-  }
-  stop_operator
-  stop_kueue
+  kueue_tests
   # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run, and a second
   # operator on another namespace beside it.
   log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched; a second one with ato-shard-b"
@@ -213,7 +203,21 @@ bench() {
   hack/bench.sh --profile smoke --out "$artifacts/bench-smoke"
 }
 
+# Kueue's own manager (hack/kueue.sh) admits, holds and preempts the jobs; the operator needs no
+# setting for it. Kueue's webhooks go with it: they would refuse every later job create.
 kueue_started=false
+kueue_tests() {
+  log "Kueue tests (Kueue $KUEUE_VERSION, log: .local/kueue/; operator log: $artifacts/operator-kueue.log)"
+  kueue_started=true
+  hack/kueue.sh up
+  start_operator "$artifacts/operator-kueue.log"
+  pytest -q -m kueue tests/queues -p no:cacheprovider || {
+    log "Kueue tests failed; operator log tail:"; tail -60 "$artifacts/operator-kueue.log"; return 1
+  }
+  stop_operator
+  stop_kueue
+}
+
 stop_kueue() {
   if $kueue_started; then hack/kueue.sh down || true; fi
   kueue_started=false
