@@ -348,23 +348,39 @@ POD_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 ADMISSION_GATE = {"name": "kueue.x-k8s.io/admission"}
 
 
-def pod_group_mxjob(name: str) -> dict:
-    """An MXJob (no Kueue integration since v0.11) whose three pods form one Kueue pod group: every
-    replica's template carries the queue, the group's name and its size."""
+# Kinds Kueue does not integrate, with three pods each: (replica specs field, types and counts,
+# container, the rest of the spec).
+GROUP_KINDS = {
+    "MXJob": (
+        "mxReplicaSpecs",
+        (("Scheduler", 1), ("Server", 1), ("Worker", 1)),
+        "mxnet",
+        {"jobMode": "MXTrain"},
+    ),
+    "MPIJob": ("mpiReplicaSpecs", (("Launcher", 1), ("Worker", 2)), "mpi", {"slotsPerWorker": 1}),
+}
+
+
+def pod_group_job(kind: str, name: str) -> dict:
+    """A job whose three pods form one Kueue pod group: every replica's template carries the
+    queue, the group's name and its size."""
+    field, types, container, rest = GROUP_KINDS[kind]
+    # Kueue's finalizer holds a deleted pod of a group until it is terminal: the simulated
+    # kubelet ends a deleted pod as a real one does only with graceful-delete (README).
     metadata = {
         "labels": {QUEUE_LABEL: "training", POD_GROUP_LABEL: name},
-        "annotations": {POD_GROUP_COUNT: "3"},
+        "annotations": {POD_GROUP_COUNT: "3", "sim.training.ato.dev/graceful-delete": "true"},
     }
     replicas = {}
-    for rtype in ("Scheduler", "Server", "Worker"):
-        spec = gpu_replica("mxnet", 1)
+    for rtype, count in types:
+        spec = gpu_replica(container, count)
         spec["template"]["metadata"] = metadata
         replicas[rtype] = spec
     return {
         "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
+        "kind": kind,
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": replicas},
+        "spec": {field: replicas, **rest},
     }
 
 
@@ -380,22 +396,23 @@ def group_workload(name: str) -> dict | None:
     return json.loads(found.stdout) if found.returncode == 0 else None
 
 
-def test_an_mxjob_queued_as_a_plain_pod_group():
+@pytest.mark.parametrize("kind", sorted(GROUP_KINDS))
+def test_a_job_kueue_does_not_integrate_queued_as_a_plain_pod_group(kind):
     """Kueue's pod framework gates each pod of the group at its creation and lets them all go
     once the group is admitted, with the flavor's nodeSelector; the operator runs the job as
     usual around the gated pods."""
-    name = "mx-group"
+    name = f"{kind.lower()}-group"
     with queue_held():
-        create(pod_group_mxjob(name))
+        create(pod_group_job(kind, name))
         for pod in wait_for(lambda: gated_pods(name), what=f"3 gated pods of {name}"):
             assert "nodeName" not in pod["spec"], "gated: not scheduled"
         waiting = wait_for(lambda: group_workload(name), what=f"the Workload of the group {name}")
         assert not is_true(waiting, "QuotaReserved")
-        assert not is_true(job("MXJob", name), "Running")
+        assert not is_true(job(kind, name), "Running")
     for pod in running_pods(name, 3):
         assert pod["spec"]["nodeSelector"] == GPU_NODES
         assert not pod["spec"].get("schedulingGates")
-    wait_for(lambda: is_true(job("MXJob", name), "Running"), what=f"{name} Running")
-    finish("MXJob", name)
+    wait_for(lambda: is_true(job(kind, name), "Running"), what=f"{name} Running")
+    finish(kind, name)
     wait_for(lambda: is_true(group_workload(name) or {}, "Finished"), what=f"the Workload of {name} Finished")
-    delete("MXJob", name)
+    delete(kind, name)
