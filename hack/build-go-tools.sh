@@ -11,6 +11,7 @@
 # upstream operator, the benchmark's baseline).
 # On demand only (hack/gang-schedulers.sh builds them): volcano (vc-scheduler), scheduler-plugins
 # (scheduler-plugins-scheduler, scheduler-plugins-controller).
+# On demand only (hack/kueue.sh builds it): kueue (Kueue's manager, sigs.k8s.io/kueue ./cmd/kueue).
 #
 # Builds are keyed by version under $ATO_CACHE (default ~/.cache/ansible-training-operator),
 # so a second run only re-links. Nothing here downloads a release binary.
@@ -223,6 +224,16 @@ build_scheduler_plugins() {
     scheduler-plugins-scheduler=./cmd/scheduler scheduler-plugins-controller=./cmd/controller
 }
 
+# Kueue's manager (cmd/kueue), run on the host by hack/kueue.sh. Upstream's Makefile names it
+# manager and stamps pkg/version the same way; the commit is the tag's, as the proxy reports it.
+build_kueue() {
+  local r=sigs.k8s.io/kueue v=$KUEUE_VERSION commit ld
+  commit=$(go mod download -json "$r@$v" | sed -n 's/.*"Hash": "\(.*\)".*/\1/p')
+  ld="-X $r/pkg/version.GitVersion=$v -X $r/pkg/version.GitCommit=$commit"
+  ld+=" -X $r/pkg/version.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  go_install kueue "$v" "$ld" "" "$r/cmd/kueue"
+}
+
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(kube etcd kwok ansible-operator operator-sdk kustomize)
 for t in "${tools[@]}"; do
@@ -238,6 +249,7 @@ for t in "${tools[@]}"; do
     training-operator) build_training_operator ;;
     volcano) build_volcano ;;
     scheduler-plugins) build_scheduler_plugins ;;
+    kueue) build_kueue ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

@@ -7,6 +7,8 @@
 #   hack/test.sh e2e     on the cluster in KUBECONFIG (the local one if unset): the operator is
 #                        started in the background, then pytest's cluster and harness tests and
 #                        the molecule scenario run against it; the operator is stopped after.
+#                        Later steps run operators of their own: restarts, the swap, gang
+#                        scheduling (Volcano, scheduler-plugins), Kueue (hack/kueue.sh), namespaces.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
 #                        the cluster in KUBECONFIG (the local one if unset)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
@@ -175,6 +177,7 @@ e2e() {
   stop_operator
   hack/gang-schedulers.sh plugins down
   gang_schedulers=""
+  kueue_tests
   # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run, and a second
   # operator on another namespace beside it.
   log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched; a second one with ato-shard-b"
@@ -211,6 +214,26 @@ bench() {
   hack/bench.sh --profile smoke --out "$artifacts/bench-smoke"
 }
 
+# Kueue's own manager (hack/kueue.sh) admits, holds and preempts the jobs; the operator needs no
+# setting for it. Kueue's webhooks go with it: they would refuse every later job create.
+kueue_started=false
+kueue_tests() {
+  log "Kueue tests (Kueue $KUEUE_VERSION, log: .local/kueue/; operator log: $artifacts/operator-kueue.log)"
+  kueue_started=true
+  hack/kueue.sh up
+  start_operator "$artifacts/operator-kueue.log"
+  pytest -q -m kueue tests/queues -p no:cacheprovider || {
+    log "Kueue tests failed; operator log tail:"; tail -60 "$artifacts/operator-kueue.log"; return 1
+  }
+  stop_operator
+  stop_kueue
+}
+
+stop_kueue() {
+  if $kueue_started; then hack/kueue.sh down || true; fi
+  kueue_started=false
+}
+
 # test_cluster: use_cluster, noting what the run must remove again (see clean_up).
 started_cluster=false namespaces_before=""
 test_cluster() {
@@ -229,6 +252,7 @@ clean_up() {
   # Only this run's: a developer's own, started by hand, keeps running through `hack/test.sh lint`.
   [ -z "$gang_schedulers" ] || hack/gang-schedulers.sh "$gang_schedulers" down || true
   gang_schedulers=""
+  stop_kueue
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then
     [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"
     return 0

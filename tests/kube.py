@@ -168,12 +168,13 @@ def reconcile_finished(resource: str, namespace: str, name: str, timeout: float 
 class Watch:
     """Every version of one object as the API server sends it, so that short-lived states (a
     pod's Terminating, a job's Restarting) are seen however busy the machine is. With ``name``
-    empty, every object of ``resource`` in the namespace, those created later too."""
+    empty, every object of ``resource`` in the namespace (or every one ``selector`` matches),
+    those created later too."""
 
-    def __init__(self, resource: str, name: str, namespace: str):
+    def __init__(self, resource: str, name: str | None, namespace: str, selector: str = ""):
         self.out = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__, closed in events()
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - as above
-        target = [resource, name] if name else [resource]
+        target = [resource, name] if name else [resource, *(["-l", selector] if selector else [])]
         # -v=6 logs the watch request: a collection may be empty, and then prints nothing at first.
         args = ["get", *target, "-n", namespace, "--watch", "--output-watch-events", "-o", "json", "-v=6"]
         self.proc = subprocess.Popen(

@@ -671,9 +671,13 @@ def _close_finished(profile: Profile, job: Job, p: _Pass, succeeded: bool) -> No
 
 
 def _suspend(profile: Profile, job: Job, p: _Pass, kind: str, name: str) -> None:
-    """A suspended job has no pods, Services or PodGroup, and says so in its conditions."""
+    """A suspended job has no pods, Services or PodGroup, nor what would act on it (an
+    autoscaler), and says so in its conditions."""
     _delete_everything(profile, p)
     _delete_pod_group(job, p)
+    for (extra_kind, _), obj in sorted(p.extras.items()):
+        if extra_kind in profile.extras_removed_while_suspended:
+            p.delete_obj(obj)
     if cond.is_true(p.conditions, cond.RUNNING):
         p.set_condition(kind, cond.RUNNING, cond.FALSE, "Suspended", f"{kind} {name} is suspended.")
     p.set_condition(kind, cond.SUSPENDED, cond.TRUE, "Suspended", f"{kind} {name} is suspended.")

@@ -374,6 +374,27 @@ def test_an_elastic_job_with_metrics_gets_its_autoscaler():
     assert "HorizontalPodAutoscaler" in kinds
 
 
+def test_a_suspended_elastic_job_has_no_autoscaler_until_it_resumes():
+    """The HPA scales the job's replicas (the scale subresource's spec), suspended or not: it goes
+    while the job is suspended (a job waiting for Kueue) and comes back when it resumes."""
+    job = pytorchjob(
+        {"Worker": rspec(2)}, name="elastic", elasticPolicy={"maxReplicas": 4, "metrics": METRICS}
+    )
+    (hpa,) = [o for o in plan(job, {}, {}, NOW)["create"] if o["kind"] == "HorizontalPodAutoscaler"]
+    hpa = {**hpa, "metadata": {**hpa["metadata"], "uid": "hpa-uid"}}
+    observed = {"pods": [], "services": [], "horizontalpodautoscalers": [hpa]}
+    job["spec"]["runPolicy"] = {"suspend": True}
+    suspended = plan(job, observed, {}, NOW)
+    assert [(r["apiVersion"], r["kind"], r["name"]) for r in suspended["delete"]] == [
+        ("autoscaling/v2", "HorizontalPodAutoscaler", "elastic")
+    ]
+    assert not [o for o in suspended["create"] if o["kind"] == "HorizontalPodAutoscaler"]
+    assert not [r for r in plan(job, {}, {}, NOW)["create"] if r["kind"] == "HorizontalPodAutoscaler"]
+    job["spec"]["runPolicy"] = {"suspend": False}
+    resumed = plan(job, {"pods": [], "services": [], "horizontalpodautoscalers": []}, {}, NOW)
+    assert [o for o in resumed["create"] if o["kind"] == "HorizontalPodAutoscaler"]
+
+
 def test_no_autoscaler_without_metrics():
     job = pytorchjob({"Worker": rspec(2)}, elasticPolicy={"maxReplicas": 4})
     result = plan(job, {"pods": [], "services": []}, {}, NOW)

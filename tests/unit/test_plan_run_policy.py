@@ -359,6 +359,16 @@ def test_volcano_gang_held_says_why_once_per_reason():
     assert pending_events(plan(job, {"podgroups": [pending]}, VOLCANO, LATER)) == []
 
 
+@pytest.mark.parametrize("scheduler", ["volcano", "scheduler-plugins-scheduler"])
+def test_a_job_suspended_at_creation_creates_nothing_with_gang_scheduling(scheduler):
+    """Kueue suspends a job in its create: no pod, Service or PodGroup until it is unsuspended."""
+    job = tfjob(TF_CHIEF, runPolicy={"suspend": True})
+    first = plan(job, {}, {"gang_scheduler": scheduler}, NOW)
+    assert first["create"] == [] and first["delete"] == []
+    assert cond.current_state(first["status"]["conditions"]) == cond.SUSPENDED
+    assert "startTime" not in first["status"]
+
+
 def test_scheduler_plugins_gang_labels_pods_and_does_not_wait():
     config = {"gang_scheduler": "scheduler-plugins-scheduler"}
     job = tfjob(TF_CHIEF, runPolicy={"schedulingPolicy": {"minAvailable": 3}})

@@ -314,6 +314,10 @@ class Profile:
     # launcher's Role follow the workers); other extra objects are only created.
     extras_kept_current: dict[str, str] = {}
 
+    # Kinds of extra objects deleted while the job is suspended, and created again on resume:
+    # objects that would act on the suspended job (PyTorchJob's autoscaler).
+    extras_removed_while_suspended: tuple[str, ...] = ()
+
     def extra_objects_first(self, job: Job, ctx: Context) -> bool:
         """Whether extra objects must exist before any pod is created."""
         return False

@@ -80,6 +80,11 @@ class PyTorchProfile(Profile):
             ]
         return []
 
+    # The HPA reads the Workers to scale from the scale subresource's spec, the job's replicas,
+    # not from what runs: left in place it would resize a suspended job (a queued one waiting
+    # for Kueue, say) whose replicas are outside its range. Upstream keeps it.
+    extras_removed_while_suspended = ("HorizontalPodAutoscaler",)
+
     def extra_objects(self, job, ctx):
         """``ReconcileHPA``: an elastic job with ``metrics`` gets its autoscaler. Created once;
         unlike upstream, later changes to the policy do not update it."""
