@@ -148,6 +148,7 @@ e2e() {
   }
   # training-operator v1.9.4 replaced by this operator with jobs in flight, and back, by the
   # documented procedure (hack/swap-training-operator.sh): the test runs both operators itself.
+  await_prebuild
   log "swap tests (training-operator and this operator; logs: $artifacts/swap/)"
   pytest -q -m swap_training_operator tests/swap -p no:cacheprovider || {
     log "swap tests failed; operator log tails:"
@@ -201,6 +202,7 @@ e2e() {
 }
 
 olm() {
+  await_prebuild
   test_cluster
   install_apis
   log "OLM install test"
@@ -249,6 +251,8 @@ gang_schedulers=""
 clean_up() {
   stop_shard_operator
   stop_operator
+  [ -z "${prebuild_pid:-}" ] || kill -TERM -- "-$prebuild_pid" 2>/dev/null || true
+  prebuild_pid=""
   # Only this run's: a developer's own, started by hand, keeps running through `hack/test.sh lint`.
   [ -z "$gang_schedulers" ] || hack/gang-schedulers.sh "$gang_schedulers" down || true
   gang_schedulers=""
@@ -278,12 +282,33 @@ clean_up() {
 }
 trap clean_up EXIT
 
+# The Go tools that only later stages use (gang schedulers, Kueue, training-operator for the swap
+# and the benchmark, OLM) are built in the background while the first stages run: cold, they are
+# about 15 CPU minutes that would otherwise each hold up their stage. The stages that use them
+# wait for this build first; their own scripts then only link what it built.
+prebuild_pid=""
+prebuild_tools() {
+  log "building the later stages' Go tools in the background (log: $artifacts/prebuild.log)"
+  # Its own process group, so that a run that ends early stops the compilers too (clean_up).
+  setsid hack/build-go-tools.sh training-operator volcano scheduler-plugins kueue opm olm \
+    >"$artifacts/prebuild.log" 2>&1 &
+  prebuild_pid=$!
+}
+
+await_prebuild() {
+  [ -n "$prebuild_pid" ] || return 0
+  log "waiting for the background tool build"
+  wait "$prebuild_pid" || { log "the tool build failed:"; tail -40 "$artifacts/prebuild.log"; return 1; }
+  prebuild_pid=""
+}
+
 stages=()
 case ${1:-all} in
   lint | unit | e2e | olm | bench) stages=("$1") ;;
   all) stages=(lint unit e2e olm bench) ;;
   *) echo "usage: $0 lint|unit|e2e|olm|bench|all" >&2; exit 2 ;;
 esac
+case " ${stages[*]} " in *" e2e "* | *" olm "*) prebuild_tools ;; esac
 for stage in "${stages[@]}"; do
   # The benchmark runs on a cluster of its own: the test cluster need not idle beside it.
   [ "$stage" != bench ] || clean_up
