@@ -46,6 +46,23 @@ def queues():
     kubectl("delete", "pods", "--all", "-n", NS, "--grace-period=0", "--force", "--wait=false", check=False)
 
 
+@pytest.fixture
+def watch():
+    """Start a watch of ``resource`` by label selector; every one is stopped when the test ends,
+    passed or failed."""
+    started: list[Watch] = []
+
+    def start(resource: str, selector: str) -> Watch:
+        started.append(Watch(resource, None, NS, selector))
+        return started[-1]
+
+    yield start
+    for w in started:
+        if w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait(timeout=10)
+
+
 def resource(kind: str) -> str:
     # With the group: "paddlejob" alone may mean paddle-operator's.
     return f"{kind.lower()}s.kubeflow.org"
@@ -154,18 +171,18 @@ def parked_while_held(kind: str, name: str) -> dict:
 # --- suspended at creation, admitted, finished ---------------------------------------------------
 
 
-def held_at_creation(kind: str, name: str) -> None:
+def held_at_creation(kind: str, name: str, watch) -> None:
     """Created while the queue is held: Kueue's webhook suspends the job, and no pod or Service
     of it ever exists while it waits."""
     selector = f"training.kubeflow.org/job-name={name}"
     with queue_held():
-        watches = [Watch("pods", None, NS, selector), Watch("services", None, NS, selector)]
+        watches = [watch("pods", selector), watch("services", selector)]
         create(manifest(kind, name))
         w = wait_for(lambda: workload(kind, name), what=f"the Workload of {name}")
         # The operator's first pass creates what it creates before it writes Created.
         wait_for(lambda: is_true(job(kind, name), "Created"), what=f"{name} seen by the operator")
-        for watch, what in zip(watches, ("pod", "Service"), strict=True):
-            assert watch.events() == [], f"no {what} of {name} before its admission"
+        for w, what in zip(watches, ("pod", "Service"), strict=True):
+            assert w.events() == [], f"no {what} of {name} before its admission"
         waiting = parked_while_held(kind, name)
         assert waiting["spec"]["runPolicy"]["suspend"] is True, "Kueue's webhook suspends it at creation"
         assert "startTime" not in waiting["status"], "never started"
@@ -187,9 +204,9 @@ OUTCOMES = {"TFJob": 0, "PyTorchJob": 0, "XGBoostJob": 1, "JAXJob": 0, "PaddleJo
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_a_queued_job_waits_suspended_then_runs_where_kueue_admits_it(kind):
+def test_a_queued_job_waits_suspended_then_runs_where_kueue_admits_it(kind, watch):
     name = f"{kind.lower()}-admitted"
-    held_at_creation(kind, name)
+    held_at_creation(kind, name, watch)
     admitted = wait_for(lambda: workload_is(kind, name, "Admitted"), what=f"{name} admitted")
     admitted_at = condition(admitted, "Admitted")["lastTransitionTime"]
     assert_admitted_pods(kind, name)
@@ -211,12 +228,12 @@ def test_a_queued_job_waits_suspended_then_runs_where_kueue_admits_it(kind):
 # --- quota ----------------------------------------------------------------------------------------
 
 
-def test_jobs_beyond_the_quota_wait_without_pods_and_start_in_order():
+def test_jobs_beyond_the_quota_wait_without_pods_and_start_in_order(watch):
     first = [create(manifest("TFJob", f"quota-{i}")) for i in (1, 2)]
     for name in first:
         running_pods(name, 2)
     waiting = ["quota-3", "quota-4"]
-    watch = Watch("pods", None, NS, "training.kubeflow.org/job-name=quota-4")
+    quota_4_pods = watch("pods", "training.kubeflow.org/job-name=quota-4")
     create(manifest("TFJob", waiting[0]))
     wait_for(lambda: workload("TFJob", waiting[0]), what="the Workload of quota-3")
     # StrictFIFO orders by creation time, in seconds: quota-4 must be the younger.
@@ -232,7 +249,7 @@ def test_jobs_beyond_the_quota_wait_without_pods_and_start_in_order():
     later = job("TFJob", "quota-4")
     assert later["spec"]["runPolicy"]["suspend"] is True, "one job's quota freed: only the older starts"
     assert not workload_is("TFJob", "quota-4", "QuotaReserved")
-    assert watch.events() == [], "no pod of quota-4 while it waits"
+    assert quota_4_pods.events() == [], "no pod of quota-4 while it waits"
     finish("TFJob", "quota-2")
     running_pods("quota-4", 2)
     for name in ("quota-3", "quota-4"):
