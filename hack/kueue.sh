@@ -14,15 +14,15 @@
 # own where an overlay on /etc adds that directory: nothing of the machine's /etc changes.
 # State, certificates and the log: .local/kueue/<cluster>/ (the cluster is ATO_CLUSTER).
 #
-# Ports (127.0.0.1): KUEUE_WEBHOOK_PORT (19443), KUEUE_METRICS_PORT (19444),
-# KUEUE_HEALTH_PORT (19445).
+# Ports (127.0.0.1): KUEUE_WEBHOOK_PORT (19453), KUEUE_METRICS_PORT (19454),
+# KUEUE_HEALTH_PORT (19455).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
 source "$root/hack/lib.sh"
-webhook_port=${KUEUE_WEBHOOK_PORT:-19443}
-metrics_port=${KUEUE_METRICS_PORT:-19444}
-health_port=${KUEUE_HEALTH_PORT:-19445}
+webhook_port=${KUEUE_WEBHOOK_PORT:-19453}
+metrics_port=${KUEUE_METRICS_PORT:-19454}
+health_port=${KUEUE_HEALTH_PORT:-19455}
 state="$root/.local/kueue/${ATO_CLUSTER:-ato}"
 pidfile="$state/kueue.pid" logfile="$state/kueue.log"
 # Kubeflow's v1 jobs Kueue integrates; MXJob (until v0.10) and training-operator's MPIJob v1
