@@ -268,9 +268,10 @@ clean_up() {
   elif [ -n "$namespaces_before" ]; then
     local ns now
     now=$(kubectl get namespaces -o name) || now=""
-    # Only the tests' own names: on a shared cluster others may create namespaces meanwhile.
+    # Only the tests' own names (and Kueue's, when the run started it): on a shared cluster
+    # others may create namespaces meanwhile.
     for ns in $(grep -vxF -f <(echo "$namespaces_before") <<<"$now" | sed 's|^namespace/||' |
-      grep -E '^(ato-.*|1-n+|ansible-training-operator-system)$'); do
+      grep -E '^(ato-.*|1-n+|ansible-training-operator-system|kueue-system)$'); do
       log "deleting namespace $ns (created by this run)"
       kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
       kubectl delete pods --all -n "$ns" --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
