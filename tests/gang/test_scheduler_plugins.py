@@ -109,7 +109,8 @@ def test_no_pod_binds_until_min_member_fit_and_the_timeout_is_the_pod_groups():
         # The pod's PodScheduled condition carries the scheduler's latest verdict. Its events do
         # not: the scheduler's recorder folds later FailedScheduling events of a pod into the first
         # one's series (a PS created before its siblings is first refused for want of them).
-        pod = get("pod", "-n", NS, ps)
+        found = kubectl("get", "pod", "-n", NS, ps, "-o", "json", check=False)
+        pod = json.loads(found.stdout) if found.returncode == 0 else {"status": {}}
         scheduled = [c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"]
         return [c["message"] for c in scheduled if "timeout" in c.get("message", "")]
 
