@@ -106,10 +106,16 @@ def test_no_pod_binds_until_min_member_fit_and_the_timeout_is_the_pod_groups():
     ps = "gated-ps-0"
 
     def timed_out():
-        return [m for m in pod_events(ps, "FailedScheduling") if "timeout" in m]
+        # The pod's PodScheduled condition carries the scheduler's latest verdict. Its events do
+        # not: the scheduler's recorder folds later FailedScheduling events of a pod into the first
+        # one's series (a PS created before its siblings is first refused for want of them).
+        found = kubectl("get", "pod", "-n", NS, ps, "-o", "json", check=False)
+        pod = json.loads(found.stdout) if found.returncode == 0 else {"status": {}}
+        scheduled = [c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"]
+        return [c["message"] for c in scheduled if "timeout" in c.get("message", "")]
 
     messages = wait_for(timed_out, what="Coscheduling rejecting the waiting PS after the PodGroup's timeout")
-    assert "waiting 3s" in messages[0], messages
+    assert "timeout after waiting 3s at plugin Coscheduling" in messages[0], messages
     pods = job_pods(NS, "gated")
     assert len(pods) == 3 and [p["spec"].get("nodeName") for p in pods] == [None] * 3, "none binds alone"
     for p in pods:

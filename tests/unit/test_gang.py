@@ -552,6 +552,25 @@ def test_may_create_pods_explains_with_volcanos_condition():
     )
 
 
+@pytest.mark.parametrize(
+    ("case", "min_resources", "says"),
+    [
+        ("no minResources: nothing to say about them", None, None),
+        ("what the gang needs, sorted", {"memory": "2Gi", "cpu": "1k"}, "minResources cpu 1k, memory 2Gi"),
+    ],
+)
+def test_may_create_pods_says_what_the_gang_needs(case, min_resources, says):
+    observed = pg_status("Pending")
+    if min_resources:
+        observed["spec"]["minResources"] = min_resources
+    ok, why = gang.may_create_pods(gang.VOLCANO, observed)
+    assert not ok, case
+    if says:
+        assert f"the gang needs {says}, admitted only when queue 'default'" in why, case
+    else:
+        assert "minResources" not in why, case
+
+
 DESIRED = {"spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "2", "memory": "2Gi"}}}
 
 
