@@ -3,7 +3,7 @@
 # Ansible floor, this operator run as `make run` runs it, and training-operator, one after the
 # other; results (JSON, markdown, plots) in results/bench/<UTC time>/ unless --out is given.
 #
-#   hack/bench.sh [--profile full|tfjob|scale|outage|restarts|smoke] [--targets floor,ours,upstream] [--scenarios KIND,mixed]
+#   hack/bench.sh [--profile full|tfjob|scale|outage|restarts|kueue|smoke] [--targets floor,ours,upstream] [--scenarios KIND,mixed]
 #                  [--concurrency N] [--out DIR] [--keep-cluster]
 #
 # Settings read from the environment: MAX_CONCURRENT_RECONCILES, JOB_POLL_SECONDS, JOB_WAKE.
@@ -34,7 +34,7 @@ if (exec 3<>/dev/tcp/127.0.0.1/6789) 2>/dev/null; then
 fi
 targets=$(printf '%s\n' "${args[@]}" | sed -n '/^--targets$/{n;p}')
 profile=$(printf '%s\n' "${args[@]}" | sed -n '/^--profile$/{n;p}')
-if [ "$profile" != scale ] && [ "$profile" != restarts ] && { [ -z "$targets" ] || [[ $targets == *upstream* ]]; }; then
+if [ "$profile" != scale ] && [ "$profile" != restarts ] && [ "$profile" != kueue ] && { [ -z "$targets" ] || [[ $targets == *upstream* ]]; }; then
   "$root/hack/build-go-tools.sh" training-operator
 fi
 

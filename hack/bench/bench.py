@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "lib"))
 import jobs as joblib
+import kueue_bench
 import measure
 import scale
 from kubernetes import client, config, watch
@@ -98,6 +99,8 @@ PROFILES["outage"] = {
     # training-operator through the same outages, for comparison.
     "upstream_scale": {"outage": 20, "down_s": 10, "outage_restarts": ["apiserver", "full"]},
 }
+# Kueue admitting a burst that waited in a held queue (hack/bench/queue.py).
+PROFILES["kueue"] = {"bursts": [], "scenarios": [], "upstream_bursts": [], "floor_jobs": 0, "kueue": 20}
 # Operator restarts alone: with finished jobs, and with running ones.
 PROFILES["restarts"] = {
     "bursts": [],
@@ -109,6 +112,7 @@ PROFILES["restarts"] = {
 # The full profile ends with the scale scenarios too, and training-operator's outages.
 PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]
 PROFILES["full"]["upstream_scale"] = PROFILES["outage"]["upstream_scale"]
+PROFILES["full"]["kueue"] = PROFILES["kueue"]["kueue"]
 REPLICAS = 5
 RUN_FOR = "5s"
 # In every namespace name: runner artifacts of an earlier run (/tmp/ansible-operator) never mix in.
@@ -561,6 +565,8 @@ def main() -> None:
             results["bursts"] += bursts(op, profile["scenarios"], profile["bursts"], index)
             if profile.get("scale"):
                 results["scale"] = scale.run(sys.modules[__name__], op, profile["scale"])
+            if profile.get("kueue"):
+                results.setdefault("scale", []).append(kueue_run(op, profile["kueue"]))
         finally:
             op.stop()
         index = 100
@@ -583,6 +589,16 @@ def main() -> None:
         log(f"target missed: {line}")
     if unfinished or broken:
         sys.exit(1)
+
+
+def kueue_run(op: Operator, n: int) -> dict:
+    """Kueue started as the tests start it, for the scenario only: its webhooks would hold up
+    every other scenario's job creates."""
+    kueue_bench.kueue("up")
+    try:
+        return kueue_bench.admission(sys.modules[__name__], op, n, 0)
+    finally:
+        kueue_bench.kueue("down")
 
 
 def upstream_run(

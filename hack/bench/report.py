@@ -222,6 +222,17 @@ def scale_rows(results: dict) -> list[str]:
                 f"{f(r.get('back_to_all_woken'), 1)} s, the burst done in {f(r['back_to_done'], 1)} s "
                 f"({r['finished']}/{r['jobs']} finished)."
             )
+        if r["scenario"] == "kueue":
+            (pod50, pod_max), (fin50, fin_max) = (
+                r["unsuspend_to_first_pod"],
+                r["succeeded_to_workload_finished"],
+            )
+            md.append(
+                f"- {r['target']}: {r['jobs']} TFJobs waited in a held Kueue ClusterQueue, then were "
+                f"admitted together ({r['admitted']} admitted, {r['finished']} Workloads finished): "
+                f"Kueue's unsuspend → first pod p50 {f(pod50)} s, max {f(pod_max)} s; job Succeeded → "
+                f"Workload Finished p50 {f(fin50)} s, max {f(fin_max)} s."
+            )
     missed = scale_module().within_targets(scale)
     if scale:
         md += (

@@ -328,6 +328,8 @@ def incomplete(results: list[dict[str, Any]]) -> list[str]:
             broken.append(
                 f"restart with {r['running_jobs']} running: not every job ran, or the new job got no pod"
             )
+        if r["scenario"] == "kueue" and r["finished"] < r["jobs"]:
+            broken.append(f"kueue: only {r['finished']} of {r['jobs']} Workloads finished")
         if r["scenario"] == "outage" and r["finished"] < r["jobs"]:
             broken.append(
                 f"{r.get('target', 'ours')} outage ({r.get('restart', 'apiserver')}): only {r['finished']} "
