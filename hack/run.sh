@@ -48,6 +48,17 @@ operator=$$
     sleep 1
   done
 ) &
+# The Ansible zygote (lib/ansible_zygote, docs/architecture.md): the runtime and ansible-runner
+# find its client first on PATH as ansible-runner and ansible-playbook, and a warm, pre-imported
+# Ansible forks each run instead of two interpreters starting from nothing. Its server is a child
+# of the operator like the companion (so its CPU and memory count as the operator's), restarted
+# if it dies. ANSIBLE_ZYGOTE=false runs the real programs directly.
+if [ "${ANSIBLE_ZYGOTE:-true}" != false ]; then
+  zygote_dir=$(mktemp -d "${TMPDIR:-/tmp}/ato-zygote.XXXXXX")
+  export ANSIBLE_ZYGOTE_SOCKET="$zygote_dir/server.sock" PATH="$root/lib/ansible_zygote/bin:$PATH"
+  # Ctrl-C reaches the server itself; the loop ends once the operator is gone, then cleans up.
+  (trap '' INT; "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET"; rm -rf "$zygote_dir") &
+fi
 # The runtime keeps each job's ansible-runner directory in /tmp/ansible-operator/runner/<group>/
 # <version>/<kind>/<namespace>/<name>. An operator stopped in the middle of a pass can leave the
 # job's artifacts/latest link pointing at a run directory never created; ansible-runner's
