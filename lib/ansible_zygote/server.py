@@ -85,6 +85,15 @@ def interpreter(real: str) -> str | None:
     return path if os.path.basename(path).startswith("python") else None
 
 
+def differences(key: str, other: str) -> list[str]:
+    """What differs between two fingerprints, by name only (values may be secrets): for the log,
+    so a template warmed for every run (a per-run variable not in PER_RUN) is easy to see."""
+    a, b = json.loads(key), json.loads(other)
+    env_a, env_b = dict(a.pop("env")), dict(b.pop("env"))
+    names = sorted(k for k in env_a.keys() | env_b.keys() if env_a.get(k) != env_b.get(k))
+    return names + sorted(k for k in a if a[k] != b.get(k))
+
+
 def fingerprint(request: dict) -> str | None:
     """The request's import-time identity, or None when it is not one a template may serve."""
     program, real, env = request.get("program"), request.get("real", ""), request.get("env", {})
@@ -183,7 +192,9 @@ class Server:
                 self.served[request["program"]] += 1
                 template.used = time.monotonic()
                 if template.served >= RETIRE_AFTER:
+                    # Its successor warms at once: the next runs need not fall back.
                     self.retire(key)  # type: ignore[arg-type]
+                    self.add_template(key, request)  # type: ignore[arg-type]
                 return
         with contextlib.suppress(OSError):
             wire.send(conn, {"exec": "no warm template for this environment"})
@@ -194,6 +205,11 @@ class Server:
         if len(self.templates) >= MAX_TEMPLATES:
             oldest = min(self.templates, key=lambda k: self.templates[k].used)
             self.retire(oldest)
+        for other in self.templates:
+            if json.loads(other)["program"] == request["program"]:
+                log(
+                    f"{request['program']}: a new template, its fingerprint differs in {differences(key, other)}"
+                )
         try:
             template = start_template(request)
         except OSError as err:
