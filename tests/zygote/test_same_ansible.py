@@ -6,11 +6,15 @@ times and pids aside), the same exit status, and no event after the process has 
 
 from __future__ import annotations
 
+import re
+import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import zygote_harness as harness
-from conftest import PLAYBOOKS
+from conftest import HANG_S, PLAYBOOKS
 
 CASES = [
     # name, playbook, task to SIGTERM the run at, exit status of the real ansible-runner
@@ -65,3 +69,22 @@ def test_changed_setting_falls_back(warm, work):
     assert not zyg.late
     assert zyg.rc == real.rc
     assert zyg.normalized() == real.normalized()
+
+
+def children(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
+def test_client_killed_kills_its_child(warm, server, work):
+    """SIGKILL to the process the runtime started (the ansible-runner client) in the middle of a
+    run: its server-side child, ansible-runner's main running in a template's fork, goes too (its
+    whole group), as the real ansible-runner would have died with it."""
+    _, log = server
+    template = int(re.search(r"warming a template for ansible-runner \(pid (\d+)\)", log.read_text())[1])
+    assert not children(template)
+    result = harness.run(work, "killed", PLAYBOOKS / "killed.yml", warm, True, "Sleep", signal.SIGKILL)
+    assert result.rc == -signal.SIGKILL
+    deadline = time.monotonic() + HANG_S
+    while children(template):
+        assert time.monotonic() < deadline, "the killed client's child survived"
+        time.sleep(0.1)

@@ -161,9 +161,17 @@ def served(socket_path: str) -> dict:
         return json.loads(sock.recv(65536))["served"]
 
 
-def run(work: Path, name: str, playbook: Path, env: dict, zygote: bool, cancel_on: str = "") -> Result:
-    """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: SIGTERM the process
-    when the task of this name starts (ansible-runner's cancel path)."""
+def run(
+    work: Path,
+    name: str,
+    playbook: Path,
+    env: dict,
+    zygote: bool,
+    cancel_on: str = "",
+    cancel_signal: int = signal.SIGTERM,
+) -> Result:
+    """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: send ``cancel_signal``
+    to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path)."""
     run_dir = work / name
     sink = Sink(str(work / f"{name}.sock"))
     write_input_dir(run_dir, sink.path, str(work / "kubeconfig"))
@@ -177,7 +185,7 @@ def run(work: Path, name: str, playbook: Path, env: dict, zygote: bool, cancel_o
     def cancel(event: dict) -> None:
         task = (event.get("event_data") or {}).get("task", "")
         if cancel_on and event.get("event") == "runner_on_start" and task == cancel_on:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(cancel_signal)
 
     sink.on_event = cancel
     before = served(env["ANSIBLE_ZYGOTE_SOCKET"])
