@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,11 +19,11 @@ PLAYBOOKS = Path(__file__).parent / "playbooks"
 
 
 @pytest.fixture(scope="session")
-def work(tmp_path_factory) -> Path:
-    # Unix socket paths are limited to 108 bytes: a short directory of our own.
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix="zyg-", dir="/tmp"))
+def work():
+    # Unix socket paths are limited to 108 bytes: a short directory of our own, removed after.
+    path = Path(tempfile.mkdtemp(prefix="zyg-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
