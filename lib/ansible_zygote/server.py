@@ -14,7 +14,8 @@ settings differ from its own: it falls back, exactly as if the zygote were off.
 
 Templates are children of this process, so they and their children stay in the operator's
 process tree and cgroup. Each template gets a fresh random hash seed and is retired after
-:data:`RETIRE_AFTER` children (a hash seed cannot change inside a running interpreter).
+:data:`RETIRE_AFTER` children (a hash seed cannot change inside a running interpreter); it serves
+until its successor is warm, so retiring never makes a run fall back.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ def fingerprint(request: dict) -> str | None:
 
 @dataclass
 class Template:
+    key: str
     proc: subprocess.Popen
     control: socket.socket
     ready: bool = False
@@ -120,7 +122,7 @@ class Template:
     used: float = field(default_factory=time.monotonic)
 
 
-def start_template(request: dict) -> Template:
+def start_template(key: str, request: dict) -> Template:
     """A template process for the request's fingerprint: its environment without the per-run
     variables, a fresh hash seed, a session of its own (terminal signals meant for the operator
     must not reach it), a control socket to this server."""
@@ -138,12 +140,13 @@ def start_template(request: dict) -> Template:
     )
     theirs.close()
     log(f"warming a template for {request['program']} (pid {proc.pid})")
-    return Template(proc, ours)
+    return Template(key, proc, ours)
 
 
 class Server:
-    def __init__(self, path: str):
+    def __init__(self, path: str, retire_after: int = RETIRE_AFTER):
         self.path = path
+        self.retire_after = retire_after
         self.listener = wire.seqpacket()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -152,7 +155,9 @@ class Server:
         self.listener.listen(64)
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ, None)
+        # Per fingerprint: the template that serves, and the one warming to replace it.
         self.templates: dict[str, Template] = {}
+        self.successors: dict[str, Template] = {}
         self.retired: list[Template] = []
         # Fingerprints whose warm-up printed something: always exec'ed (see template.py).
         self.declined: set[str] = set()
@@ -182,66 +187,78 @@ class Server:
         uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
         key = fingerprint(request) if uid == os.getuid() and len(fds) == 3 else None
         template = self.templates.get(key) if key else None
-        if template is not None and template.ready:
-            try:
-                wire.send(template.control, request, [conn.fileno(), *fds])
-            except OSError:
-                self.drop(key)  # type: ignore[arg-type]
-            else:
-                template.served += 1
-                self.served[request["program"]] += 1
-                template.used = time.monotonic()
-                if template.served >= RETIRE_AFTER:
-                    # Its successor warms at once: the next runs need not fall back.
-                    self.retire(key)  # type: ignore[arg-type]
-                    self.add_template(key, request)  # type: ignore[arg-type]
-                return
+        if template is not None and template.ready and self.hand_over(template, conn, request, fds):
+            return
         with contextlib.suppress(OSError):
             wire.send(conn, {"exec": "no warm template for this environment"})
-        if key and template is None and key not in self.declined:
+        if key and key not in self.templates and key not in self.declined:
             self.add_template(key, request)
+
+    def hand_over(self, template: Template, conn: socket.socket, request: dict, fds: list[int]) -> bool:
+        try:
+            wire.send(template.control, request, [conn.fileno(), *fds])
+        except OSError:
+            self.forget(template)
+            return False
+        template.served += 1
+        template.used = time.monotonic()
+        self.served[request["program"]] += 1
+        if template.served >= self.retire_after and template.key not in self.successors:
+            # It keeps serving until its successor is ready: no run falls back meanwhile.
+            self.successors[template.key] = self.start(template.key, request)
+        return True
+
+    def start(self, key: str, request: dict) -> Template:
+        template = start_template(key, request)
+        self.selector.register(template.control, selectors.EVENT_READ, template)
+        return template
 
     def add_template(self, key: str, request: dict) -> None:
         if len(self.templates) >= MAX_TEMPLATES:
-            oldest = min(self.templates, key=lambda k: self.templates[k].used)
-            self.retire(oldest)
+            oldest = min(self.templates.values(), key=lambda t: t.used)
+            log(f"retiring template pid {oldest.proc.pid}: {MAX_TEMPLATES} templates at most")
+            self.forget(oldest)
         for other in self.templates:
             if json.loads(other)["program"] == request["program"]:
                 log(
                     f"{request['program']}: a new template, its fingerprint differs in {differences(key, other)}"
                 )
         try:
-            template = start_template(request)
+            self.templates[key] = self.start(key, request)
         except OSError as err:
             log(f"cannot start a template: {err}")
-            return
-        self.templates[key] = template
-        self.selector.register(template.control, selectors.EVENT_READ, key)
 
-    def on_template(self, key: str) -> None:
-        message, fds = wire.recv(self.templates[key].control)
+    def on_template(self, template: Template) -> None:
+        message, fds = wire.recv(template.control)
         for fd in fds:
             os.close(fd)
         if message is None:
-            log(f"template pid {self.templates[key].proc.pid} ended")
-            self.drop(key)
-        elif message.get("ready"):
-            self.templates[key].ready = True
-            log(f"template pid {self.templates[key].proc.pid} ready")
+            log(f"template pid {template.proc.pid} ended")
+            self.forget(template)
+        elif not message.get("ready"):
+            self.declined.add(template.key)
+            self.forget(template)
+        elif self.successors.get(template.key) is template:
+            old = self.templates.get(template.key)
+            if old is not None:
+                log(f"retiring template pid {old.proc.pid} after {old.served} runs")
+                self.forget(old)
+            del self.successors[template.key]
+            template.ready = True
+            self.templates[template.key] = template
+            log(f"template pid {template.proc.pid} ready (a successor)")
         else:
-            self.declined.add(key)
-            self.drop(key)
+            template.ready = True
+            log(f"template pid {template.proc.pid} ready")
 
-    def drop(self, key: str) -> None:
-        """Forget a template; closing its control socket tells it to finish its children and exit."""
-        template = self.templates.pop(key)
+    def forget(self, template: Template) -> None:
+        """Closing its control socket tells a template to finish its children and exit."""
+        for table in (self.templates, self.successors):
+            if table.get(template.key) is template:
+                del table[template.key]
         self.selector.unregister(template.control)
         template.control.close()
         self.retired.append(template)
-
-    def retire(self, key: str) -> None:
-        log(f"retiring template pid {self.templates[key].proc.pid} after {self.templates[key].served} runs")
-        self.drop(key)
 
     def reap(self) -> None:
         self.retired = [t for t in self.retired if t.proc.poll() is None]
@@ -260,8 +277,8 @@ class Server:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         self.listener.close()
-        for key in list(self.templates):
-            self.drop(key)
+        for template in [*self.templates.values(), *self.successors.values()]:
+            self.forget(template)
         deadline = time.monotonic() + grace
         while self.retired and time.monotonic() < deadline:
             self.reap()
@@ -294,7 +311,8 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    server = Server(args.socket)
+    # Tests retire templates after a few runs to exercise the hand-over.
+    server = Server(args.socket, int(os.environ.get("ANSIBLE_ZYGOTE_RETIRE_AFTER") or RETIRE_AFTER))
     log(f"serving {', '.join(SERVED)} on {args.socket}")
 
     def alive() -> bool:

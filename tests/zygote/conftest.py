@@ -30,7 +30,9 @@ def work():
 def server(work: Path):
     socket_path = str(work / "server.sock")
     log = work / "server.log"
-    env = {**os.environ, "PYTHONPATH": str(harness.ROOT / "lib")}
+    # Templates retire after 3 runs here (200 in the operator): every case also crosses a
+    # hand-over to a successor, which must not make any run fall back.
+    env = {**os.environ, "PYTHONPATH": str(harness.ROOT / "lib"), "ANSIBLE_ZYGOTE_RETIRE_AFTER": "3"}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(harness.VENV_BIN / "python3"), "-m", "ansible_zygote.server", "--socket", socket_path],
@@ -41,7 +43,7 @@ def server(work: Path):
     while not os.path.exists(socket_path):
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.05)
-    yield socket_path, log
+    yield socket_path, log, proc.pid
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
 
@@ -49,7 +51,7 @@ def server(work: Path):
 @pytest.fixture(scope="session")
 def warm(server, work: Path):
     """The templates for the tests' environment are ready: one run falls back and starts them."""
-    socket_path, log = server
+    socket_path, log, _ = server
     env = harness.operator_env(socket_path)
     harness.run(work, "warm-up", PLAYBOOKS / "success.yml", env, zygote=True)
     deadline = time.monotonic() + HANG_S

@@ -6,7 +6,6 @@ times and pids aside), the same exit status, and no event after the process has 
 
 from __future__ import annotations
 
-import re
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -71,20 +70,29 @@ def test_changed_setting_falls_back(warm, work):
     assert zyg.normalized() == real.normalized()
 
 
-def children(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+def runner_children(server_pid: int) -> list[str]:
+    """The runs in progress of every ansible-runner template of the server (serving or retiring)."""
+    runs = []
+    for template in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split():
+        try:
+            if b"template.py\x00ansible-runner" in Path(f"/proc/{template}/cmdline").read_bytes():
+                runs += Path(f"/proc/{template}/task/{template}/children").read_text().split()
+        except FileNotFoundError:
+            continue
+    return runs
 
 
 def test_client_killed_kills_its_child(warm, server, work):
     """SIGKILL to the process the runtime started (the ansible-runner client) in the middle of a
     run: its server-side child, ansible-runner's main running in a template's fork, goes too (its
     whole group), as the real ansible-runner would have died with it."""
-    _, log = server
-    template = int(re.search(r"warming a template for ansible-runner \(pid (\d+)\)", log.read_text())[1])
-    assert not children(template)
+    server_pid = server[2]
+    assert not runner_children(server_pid)
     result = harness.run(work, "killed", PLAYBOOKS / "killed.yml", warm, True, "Sleep", signal.SIGKILL)
     assert result.rc == -signal.SIGKILL
+    # Had the child lived on, it would have finished the play and posted its stats.
+    assert "playbook_on_stats" not in [e.get("event") for e in result.events + result.late]
     deadline = time.monotonic() + HANG_S
-    while children(template):
+    while runner_children(server_pid):
         assert time.monotonic() < deadline, "the killed client's child survived"
         time.sleep(0.1)
