@@ -54,10 +54,11 @@ operator=$$
 # of the operator like the companion (so its CPU and memory count as the operator's), restarted
 # if it dies. ANSIBLE_ZYGOTE=false runs the real programs directly.
 if [ "${ANSIBLE_ZYGOTE:-true}" != false ]; then
-  zygote_dir=$(mktemp -d "${TMPDIR:-/tmp}/ato-zygote.XXXXXX")
-  export ANSIBLE_ZYGOTE_SOCKET="$zygote_dir/server.sock" PATH="$root/lib/ansible_zygote/bin:$PATH"
-  # Ctrl-C reaches the server itself; the loop ends once the operator is gone, then cleans up.
-  (trap '' INT; "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET"; rm -rf "$zygote_dir") &
+  # One socket per operator; the server removes it as the first step of its stop (Ctrl-C reaches
+  # it directly; the supervising loop ends once the operator is gone).
+  ANSIBLE_ZYGOTE_SOCKET="$(mktemp -u "${TMPDIR:-/tmp}/ato-zygote.XXXXXX").sock"
+  export ANSIBLE_ZYGOTE_SOCKET PATH="$root/lib/ansible_zygote/bin:$PATH"
+  (trap '' INT; exec "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET") &
 fi
 # The runtime keeps each job's ansible-runner directory in /tmp/ansible-operator/runner/<group>/
 # <version>/<kind>/<namespace>/<name>. An operator stopped in the middle of a pass can leave the
