@@ -27,7 +27,7 @@ test: tools ## Everything CI runs: lint, unit, cluster tests and molecule with t
 ##@ Set-up
 
 .PHONY: tools
-tools: venv go-tools ## Install every tool at its pinned version (idempotent, cached)
+tools: venv bytecode go-tools ## Install every tool at its pinned version (idempotent, cached)
 
 .PHONY: venv
 venv: $(VENV)/.installed ## Python tools in .venv from requirements.txt
@@ -36,6 +36,13 @@ $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r requirements.txt
 	touch $@
+
+# Bytecode of the project's own Python, written before the first run: Ansible loads the filter
+# and action plugins (and through them lib/) in every reconcile, and compiles them again whenever
+# no __pycache__ can be written (docs/performance.md: 58 ms against 30 ms for the first filter).
+.PHONY: bytecode
+bytecode: venv
+	$(PY) -m compileall -q lib action_plugins filter_plugins
 
 .PHONY: go-tools
 go-tools: ## Build the Go tools into bin/ (cached in ~/.cache/ansible-training-operator)

@@ -22,6 +22,9 @@ export ANSIBLE_CONFIG="$root/ansible.cfg"
 export ANSIBLE_ROLES_PATH="$root/roles" \
   ANSIBLE_ACTION_PLUGINS="$root/action_plugins" ANSIBLE_FILTER_PLUGINS="$root/filter_plugins"
 export ANSIBLE_GATHERING=explicit
+# The runtime writes one INI inventory per run (inventory/hosts): only the ini plugin is tried,
+# not host_list, script, auto, yaml and toml before it (docs/performance.md). As in the image.
+export ANSIBLE_INVENTORY_ENABLED=ini
 # ansible-runner and its event plugin come from the project venv.
 export VIRTUAL_ENV="$root/.venv" PATH="$root/.venv/bin:$root/bin:$PATH"
 cd "$root"
@@ -45,6 +48,18 @@ operator=$$
     sleep 1
   done
 ) &
+# The Ansible zygote (lib/ansible_zygote, docs/architecture.md): the runtime and ansible-runner
+# find its client first on PATH as ansible-runner and ansible-playbook, and a warm, pre-imported
+# Ansible forks each run instead of two interpreters starting from nothing. Its server is a child
+# of the operator like the companion (so its CPU and memory count as the operator's), restarted
+# if it dies. ANSIBLE_ZYGOTE=false runs the real programs directly.
+if [ "${ANSIBLE_ZYGOTE:-true}" != false ]; then
+  # One socket per operator; the server removes it as the first step of its stop (Ctrl-C reaches
+  # it directly; the supervising loop ends once the operator is gone).
+  ANSIBLE_ZYGOTE_SOCKET="$(mktemp -u "${TMPDIR:-/tmp}/ato-zygote.XXXXXX").sock"
+  export ANSIBLE_ZYGOTE_SOCKET PATH="$root/lib/ansible_zygote/bin:$PATH"
+  (trap '' INT; exec "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET") &
+fi
 # The runtime keeps each job's ansible-runner directory in /tmp/ansible-operator/runner/<group>/
 # <version>/<kind>/<namespace>/<name>. An operator stopped in the middle of a pass can leave the
 # job's artifacts/latest link pointing at a run directory never created; ansible-runner's

@@ -3,16 +3,19 @@
 #
 #   hack/test.sh lint    ansible-lint (production profile), yamllint, ruff, hadolint, mypy, shellcheck,
 #                        generated files up to date
-#   hack/test.sh unit    pure pytest of filters and plugins (no cluster)
+#   hack/test.sh unit    pure pytest of filters and plugins (no cluster), and the zygote's proof
+#                        that it runs the same Ansible (tests/zygote: real programs against it)
 #   hack/test.sh e2e     on the cluster in KUBECONFIG (the local one if unset): the operator is
 #                        started in the background, then pytest's cluster and harness tests and
 #                        the molecule scenario run against it; the operator is stopped after.
 #                        Later steps run operators of their own: restarts, the swap, gang
 #                        scheduling (Volcano, scheduler-plugins), Kueue (hack/kueue.sh), namespaces.
+#   hack/test.sh zygote-off  a representative part of the cluster tests with the operator run as
+#                        ANSIBLE_ZYGOTE=false (every other stage runs it with the zygote, the default)
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
 #                        the cluster in KUBECONFIG (the local one if unset)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
-#   hack/test.sh all     lint, unit, e2e, olm, bench
+#   hack/test.sh all     lint, unit, e2e, zygote-off, olm, bench
 #
 # Pass or fail, a run leaves nothing behind: the operators it started are stopped, and the local
 # cluster it started is deleted (on a cluster it found running, or the one in KUBECONFIG, the
@@ -39,7 +42,7 @@ lint() {
   log "mypy (lib/, hack/gen_crds)"
   mypy
   log "shellcheck"
-  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh .ci/run
+  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh lib/ansible_zygote/supervise.sh .ci/run
   log "generated CRDs are up to date"
   python hack/gen_crds --check
 }
@@ -47,6 +50,8 @@ lint() {
 unit() {
   log "unit tests"
   pytest -q tests/unit
+  log "the zygote runs the same Ansible (tests/zygote: real ansible-runner against the zygote)"
+  pytest -q tests/zygote -p no:cacheprovider
 }
 
 operator_pid=""
@@ -195,9 +200,34 @@ e2e() {
   stop_shard_operator
   stop_operator
   kubectl delete namespace ato-watched ato-shard-b --wait=false >/dev/null
-  # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop.
-  if pgrep -f "$root/watches.yaml" >/dev/null; then
-    log "operator processes survived the stop:"; pgrep -af "$root/watches.yaml"; return 1
+  # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop, its Ansible
+  # zygote (server, templates, their children) included.
+  if pgrep -f "$root/watches.yaml|$root/lib/ansible_zygote/" >/dev/null; then
+    log "operator processes survived the stop:"; pgrep -af "$root/watches.yaml|$root/lib/ansible_zygote/"; return 1
+  fi
+  # The zygote is on by default: the runs above were served by its templates.
+  grep -q "ansible-zygote: template pid [0-9]* ready" "$artifacts/operator.log" || {
+    log "the operator's Ansible zygote never had a warm template (operator.log)"; return 1
+  }
+}
+
+# The zygote off (ANSIBLE_ZYGOTE=false): the real ansible-runner and ansible-playbook on every
+# run. The lifecycle of a job, every kind, and the job counters; the rest runs with it on (e2e).
+zygote_off() {
+  test_cluster
+  install_apis
+  operator_identity ato-e2e-operator "$artifacts/operator.kubeconfig"
+  operator_kubeconfig="$artifacts/operator.kubeconfig"
+  local logfile="$artifacts/operator-zygote-off.log"
+  log "cluster tests with the operator run as ANSIBLE_ZYGOTE=false (log: $logfile)"
+  ANSIBLE_ZYGOTE=false start_operator "$logfile"
+  OPERATOR_LOG=$logfile pytest -q -m cluster tests/cluster/test_lifecycle.py \
+    tests/cluster/test_training_operator_kinds.py tests/cluster/test_metrics.py -p no:cacheprovider || {
+    log "cluster tests with the zygote off failed; operator log tail:"; tail -80 "$logfile"; return 1
+  }
+  stop_operator
+  if grep -q "ansible-zygote:" "$logfile"; then
+    log "ANSIBLE_ZYGOTE=false still started the zygote:"; grep "ansible-zygote:" "$logfile"; return 1
   fi
 }
 
@@ -305,15 +335,15 @@ await_prebuild() {
 
 stages=()
 case ${1:-all} in
-  lint | unit | e2e | olm | bench) stages=("$1") ;;
-  all) stages=(lint unit e2e olm bench) ;;
-  *) echo "usage: $0 lint|unit|e2e|olm|bench|all" >&2; exit 2 ;;
+  lint | unit | e2e | zygote-off | olm | bench) stages=("$1") ;;
+  all) stages=(lint unit e2e zygote-off olm bench) ;;
+  *) echo "usage: $0 lint|unit|e2e|zygote-off|olm|bench|all" >&2; exit 2 ;;
 esac
 case " ${stages[*]} " in *" e2e "* | *" olm "*) prebuild_tools ;; esac
 for stage in "${stages[@]}"; do
   # The benchmark runs on a cluster of its own: the test cluster need not idle beside it.
   [ "$stage" != bench ] || clean_up
-  "$stage"
+  "${stage//-/_}"
 done
 # Each stage fails the script on its first error, so reaching here means every stage passed.
 echo "${#stages[@]} passed, 0 failed"

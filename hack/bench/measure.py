@@ -140,8 +140,10 @@ def quantiles(values: list[float]) -> dict:
 
 class ProcessSampler:
     """CPU seconds and peak RSS of an operator and every process below it (ansible-runner,
-    ansible-playbook, the job-metrics server), found by parent links: ansible-runner starts
-    ansible-playbook in a session of its own, so a process group would miss it.
+    ansible-playbook, the job-metrics server, the Ansible zygote's server and its templates,
+    which fork and reap the runs themselves), found by parent links: ansible-runner starts
+    ansible-playbook in a session of its own, and so does the zygote each template and run, so a
+    process group would miss them.
 
     CPU: the sum over the live tree of user+system time plus the children each member has
     already waited for (``cutime``/``cstime``), which is where exited reconciles end up.

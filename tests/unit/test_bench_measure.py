@@ -90,3 +90,34 @@ def test_process_sampler_counts_cpu_of_exited_children():
     assert sampler.cpu_seconds() - before >= 0.25
     rss, pss = sampler.memory_bytes()
     assert rss >= pss > 0
+
+
+def test_process_sampler_counts_a_long_lived_servers_reaped_children():
+    """The Ansible zygote's shape: a server (here: a child in a session of its own, like a
+    template) forks the runs and reaps them itself, and stays alive. The runs' CPU is in the
+    server's cutime, which the tree walk must count while the server lives."""
+    sampler = measure.ProcessSampler(os.getpid())
+    before = sampler.cpu_seconds()
+    ready_r, ready_w = os.pipe()
+    stop_r, stop_w = os.pipe()
+    server = os.fork()
+    if server == 0:
+        os.setsid()
+        run = os.fork()
+        if run == 0:
+            start = os.times().user
+            while os.times().user - start < 0.3:
+                pass
+            os._exit(0)
+        os.waitpid(run, 0)
+        os.write(ready_w, b"x")
+        os.read(stop_r, 1)
+        os._exit(0)
+    try:
+        os.read(ready_r, 1)
+        assert sampler.cpu_seconds() - before >= 0.25
+    finally:
+        os.write(stop_w, b"x")
+        os.waitpid(server, 0)
+        for fd in (ready_r, ready_w, stop_r, stop_w):
+            os.close(fd)

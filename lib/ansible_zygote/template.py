@@ -1,0 +1,260 @@
+"""A warm template: one interpreter that has imported a program's modules with one environment
+(its fingerprint, see :mod:`ansible_zygote.server`) and forks a child per run.
+
+    python template.py PROGRAM REAL CONTROL_FD   (started by the server, never by hand)
+
+Warm-up must be silent: anything written to stdout/stderr while importing (a config warning, a
+deprecation) would be missing from every child's output, so such a template declines and the
+server keeps exec'ing the real program for that environment. Started with a fresh random
+``PYTHONHASHSEED`` by the server; its children share it (a hash seed is fixed at interpreter start),
+which is why the server retires a template after a number of children.
+
+The template reaps its children and reports their exit status to their clients; a client that
+disappears gets its child's process group killed, as its own death would have killed an exec'ed
+program's pipe readers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import os
+import pkgutil
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+
+# What each program's script imports, and the plugins ansible-playbook loads in every run (the
+# callback loader imports every callback; the plugin loader reuses a module already in
+# sys.modules under its full name). "pkg.*" is every module of the package. Never awx_display:
+# ansible-runner's callback patches Display and reads the run's artifact dir at import.
+PRELOAD = {
+    "ansible-runner": [
+        "ansible_runner.__main__",
+        "ansible_runner.runner",
+        "ansible_runner.config.runner",
+        "ansible_runner.streaming",
+        "pexpect",
+        "netrc",
+    ],
+    "ansible-playbook": [
+        "ansible.cli.playbook",
+        "ansible.executor.playbook_executor",
+        "ansible.executor.task_queue_manager",
+        "ansible.executor.process.worker",
+        "ansible.playbook",
+        "ansible.playbook.play",
+        "ansible.playbook.role_include",
+        "ansible.playbook.handler_task_include",
+        "ansible.playbook.included_file",
+        "ansible.template",
+        "ansible.inventory.manager",
+        "ansible.vars.manager",
+        "ansible.plugins.callback.*",
+        "ansible.plugins.connection.*",
+        "ansible.plugins.shell.*",
+        "ansible.plugins.become.*",
+        "ansible.plugins.strategy.linear",
+        "ansible.plugins.cache.jsonfile",
+        "ansible.plugins.cache.memory",
+        "ansible.plugins.inventory.ini",
+        "ansible.plugins.vars.host_group_vars",
+        "ansible.plugins.action.normal",
+        "ansible.plugins.action.command",
+        "ansible.plugins.action.debug",
+        "ansible.plugins.action.set_fact",
+        "ansible.plugins.action.fail",
+    ],
+}
+
+
+def preload(names: list[str]) -> None:
+    for name in names:
+        if not name.endswith(".*"):
+            importlib.import_module(name)
+            continue
+        package = importlib.import_module(name[:-2])
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def cache_builtin_routing() -> None:
+    """ansible.builtin's routing table (ansible_builtin_runtime.yml, 9.7k lines) is parsed in every
+    run, about half of a no-op ansible-playbook's own CPU. ansible-core documents
+    ``_meta_yml_to_dict`` as the place to cache it: parse it once here and answer the same bytes
+    with the same dict (each child mutates its own copy-on-write copy); anything else is parsed."""
+    import ansible
+    from ansible.utils.collection_loader import _collection_finder
+
+    original = _collection_finder._meta_yml_to_dict
+    path = os.path.join(os.path.dirname(ansible.__file__), "config", "ansible_builtin_runtime.yml")
+    with open(path, "rb") as f:
+        raw = f.read()
+    parsed = original(raw, ("ansible.builtin", "runtime.yml"))
+
+    def cached(yaml_string_data, content_id):
+        if yaml_string_data == raw:
+            return parsed
+        return original(yaml_string_data, content_id)
+
+    _collection_finder._meta_yml_to_dict = cached
+
+
+WARM_UP = {"ansible-playbook": cache_builtin_routing}
+
+
+def warm(program: str) -> str:
+    """Import the program's modules with output captured; returns whatever they printed."""
+    with tempfile.TemporaryFile() as captured:
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(captured.fileno(), 1)
+        os.dup2(captured.fileno(), 2)
+        try:
+            preload(PRELOAD[program])
+            if program in WARM_UP:
+                WARM_UP[program]()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+        captured.seek(0)
+        return captured.read().decode(errors="replace")
+
+
+class Children:
+    """The running children: pid -> (the client's connection, a pidfd for the exit)."""
+
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(control, selectors.EVENT_READ, ("control", 0))
+        self.conns: dict[int, socket.socket] = {}
+        self.pidfds: dict[int, int] = {}
+        self.accepting = True
+
+    def spawn(self, request: dict, fds: list[int]) -> None:
+        """fds: the client's connection, then its stdin, stdout, stderr."""
+        conn = socket.socket(fileno=fds[0])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            self.close_all()
+            conn.close()
+            from ansible_zygote import child
+
+            child.become(request, fds[1:4])
+            child.run(request)
+        for fd in fds[1:]:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.conns[pid], self.pidfds[pid] = conn, pidfd
+        self.selector.register(conn, selectors.EVENT_READ, ("client", pid))
+        self.selector.register(pidfd, selectors.EVENT_READ, ("exit", pid))
+        _send_quietly(conn, {"pid": pid})
+
+    def close_all(self) -> None:
+        """In a new child: drop every descriptor of the template through its owner object, so no
+        stale object closes a number the child reuses later."""
+        self.selector.close()
+        self.control.close()
+        for conn in self.conns.values():
+            conn.close()
+        for pidfd in self.pidfds.values():
+            os.close(pidfd)
+
+    def on_client(self, pid: int) -> None:
+        from ansible_zygote import wire
+
+        message, _ = wire.recv(self.conns[pid])
+        if message is None:
+            # The client is gone: nobody waits for this run any more, and its output has nowhere
+            # to go. Its whole process group goes with it (Ansible's forked workers too).
+            self.selector.unregister(self.conns[pid])
+            _kill_group(pid)
+        elif "signal" in message:
+            _signal_quietly(pid, int(message["signal"]))
+
+    def on_exit(self, pid: int) -> None:
+        _, status = os.waitpid(pid, 0)
+        conn, pidfd = self.conns.pop(pid), self.pidfds.pop(pid)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        if os.WIFSIGNALED(status):
+            result = {"killed": os.WTERMSIG(status)}
+        else:
+            result = {"exit": os.waitstatus_to_exitcode(status)}
+        _send_quietly(conn, result)
+        with contextlib.suppress(KeyError):
+            self.selector.unregister(conn)
+        conn.close()
+
+    def on_control(self) -> None:
+        from ansible_zygote import wire
+
+        message, fds = wire.recv(self.control)
+        if message is None:
+            # The server retired this template (or is gone): finish the running children, then exit.
+            self.selector.unregister(self.control)
+            self.accepting = False
+            return
+        self.spawn(message, fds)
+
+    def serve(self) -> None:
+        while self.accepting or self.pidfds:
+            for key, _ in self.selector.select():
+                kind, pid = key.data
+                if kind == "control":
+                    self.on_control()
+                elif kind == "client":
+                    self.on_client(pid)
+                else:
+                    self.on_exit(pid)
+
+
+def _send_quietly(conn: socket.socket, message: dict) -> None:
+    from ansible_zygote import wire
+
+    with contextlib.suppress(OSError):
+        wire.send(conn, message)
+
+
+def _signal_quietly(pid: int, signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signum)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def main() -> None:
+    program, real, control_fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    control = socket.socket(fileno=control_fd)
+    from ansible_zygote import child, wire  # noqa: F401 (the children need it imported)
+
+    # As if the real script had been started: its directory first on sys.path, not ours.
+    sys.path[0] = os.path.dirname(real)
+    noise = warm(program)
+    if noise:
+        print(f"ansible-zygote: {program} template declines, its warm-up printed:\n{noise}", file=sys.stderr)
+        wire.send(control, {"ready": False})
+        return
+    # Everything imported so far lives as long as the template: the children's cyclic GC need
+    # not walk it again in every run.
+    gc.collect()
+    gc.freeze()
+    wire.send(control, {"ready": True})
+    Children(control).serve()
+
+
+if __name__ == "__main__":
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    main()

@@ -1,0 +1,61 @@
+"""A zygote server of the tests' own, started from lib/ as hack/run.sh starts it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import zygote_harness as harness
+
+# Only catches a hang: warming a template takes a few CPU seconds, more on a busy machine.
+HANG_S = 300
+PLAYBOOKS = Path(__file__).parent / "playbooks"
+
+
+@pytest.fixture(scope="session")
+def work():
+    # Unix socket paths are limited to 108 bytes: a short directory of our own, removed after.
+    path = Path(tempfile.mkdtemp(prefix="zyg-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server(work: Path):
+    socket_path = str(work / "server.sock")
+    log = work / "server.log"
+    # Templates retire after 3 runs here (200 in the operator): every case also crosses a
+    # hand-over to a successor, which must not make any run fall back.
+    env = {**os.environ, "PYTHONPATH": str(harness.ROOT / "lib"), "ANSIBLE_ZYGOTE_RETIRE_AFTER": "3"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(harness.VENV_BIN / "python3"), "-m", "ansible_zygote.server", "--socket", socket_path],
+            env=env,
+            stderr=out,
+        )
+    deadline = time.monotonic() + HANG_S
+    while not os.path.exists(socket_path):
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    yield socket_path, log, proc.pid
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def warm(server, work: Path):
+    """The templates for the tests' environment are ready: one run falls back and starts them."""
+    socket_path, log, _ = server
+    env = harness.operator_env(socket_path)
+    harness.run(work, "warm-up", PLAYBOOKS / "success.yml", env, zygote=True)
+    deadline = time.monotonic() + HANG_S
+    while log.read_text().count("ready") < 2:
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    return env

@@ -1,0 +1,220 @@
+"""Runs a playbook exactly as ansible-operator v1.42.2 runs it (its input dir, event socket,
+environment and arguments; internal/ansible/runner in ansible-operator-plugins), through the real
+``ansible-runner`` or through the zygote client, and records what the runtime would see.
+
+The event receiver plays the runtime's eventapi: HTTP POSTs on a unix socket. An event that
+arrives after the process the runtime started has exited is recorded as late (the runtime would
+crash on it: eventapi.go unlocks twice).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import socket
+import socketserver
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = ROOT / ".venv" / "bin"
+CLIENT_BIN = ROOT / "lib" / "ansible_zygote" / "bin"
+# The per-run fields of an event: ids, times and process numbers differ on every run.
+VOLATILE = {"uuid", "parent_uuid", "created", "pid", "runner_ident", "guid"}
+VOLATILE_DATA = {
+    "playbook_uuid",
+    "play_uuid",
+    "task_uuid",
+    "uuid",
+    "start",
+    "end",
+    "duration",
+    "delta",
+    "_ansible_delegated_vars",
+    "artifact_data",
+}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.sink.add(json.loads(body))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def get_request(self):
+        conn, _ = self.socket.accept()
+        return conn, ("local", 0)
+
+
+@dataclass
+class Sink:
+    """The runtime's event receiver for one run."""
+
+    path: str
+    events: list = field(default_factory=list)
+    late: list = field(default_factory=list)
+    closed: bool = False
+    # Called with each event while the run waits for its POST to be answered.
+    on_event: object = None
+
+    def __post_init__(self):
+        self.lock = threading.Lock()
+        self.server = _UnixHTTPServer(self.path, _Handler)
+        self.server.sink = self  # type: ignore[attr-defined]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add(self, event: dict) -> None:
+        if callable(self.on_event):
+            self.on_event(event)
+        with self.lock:
+            (self.late if self.closed else self.events).append(event)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def operator_env(socket_path: str, extra: dict | None = None) -> dict:
+    """The environment hack/run.sh gives the runtime (which passes it on to ansible-runner)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTEST_"))}
+    env.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
+        ANSIBLE_ACTION_PLUGINS=str(ROOT / "action_plugins"),
+        ANSIBLE_FILTER_PLUGINS=str(ROOT / "filter_plugins"),
+        ANSIBLE_GATHERING="explicit",
+        ANSIBLE_INVENTORY_ENABLED="ini",
+        ANSIBLE_ZYGOTE_SOCKET=socket_path,
+        VIRTUAL_ENV=str(ROOT / ".venv"),
+    )
+    env.update(extra or {})
+    return env
+
+
+def write_input_dir(path: Path, sink: str, kubeconfig: str) -> None:
+    """internal/ansible/runner/internal/inputdir: env/envvars, extravars, settings, an INI host."""
+    for sub in ("env", "inventory", "project"):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    (path / "env" / "envvars").write_text(
+        json.dumps({"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig})
+    )
+    (path / "env" / "extravars").write_text(json.dumps({"ansible_operator_meta": {"name": path.name}}))
+    (path / "env" / "settings").write_text(
+        json.dumps({"runner_http_url": sink, "runner_http_path": "/events/" + path.name})
+    )
+    python = ROOT / ".venv" / "bin" / "python3"
+    (path / "inventory" / "hosts").write_text(
+        f"localhost ansible_connection=local ansible_python_interpreter={python}"
+    )
+
+
+@dataclass
+class Result:
+    rc: int
+    output: str
+    events: list
+    late: list
+    # Runs the zygote server handed to a template meanwhile, per program (others' runs included
+    # when runs overlap).
+    served: dict
+    run_dir: Path
+
+    @property
+    def served_by_template(self) -> bool:
+        """Both programs of this run came from templates (sequential runs only)."""
+        return self.served == dict.fromkeys(("ansible-runner", "ansible-playbook"), 1)
+
+    def normalized(self) -> list:
+        return normalized(self.events, self.run_dir)
+
+
+def delta(before: dict, after: dict) -> dict:
+    return {program: after.get(program, 0) - before.get(program, 0) for program in after}
+
+
+def served(socket_path: str) -> dict:
+    """How many runs the server has handed to a template so far, per program."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        sock.connect(socket_path)
+    except OSError:
+        return {}
+    with sock:
+        sock.sendall(json.dumps({"stats": True}).encode())
+        return json.loads(sock.recv(65536))["served"]
+
+
+def run(
+    work: Path,
+    name: str,
+    playbook: Path,
+    env: dict,
+    zygote: bool,
+    cancel_on: str = "",
+    cancel_signal: int = signal.SIGTERM,
+) -> Result:
+    """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: send ``cancel_signal``
+    to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path)."""
+    run_dir = work / name
+    sink = Sink(str(work / f"{name}.sock"))
+    write_input_dir(run_dir, sink.path, str(work / "kubeconfig"))
+    path = [str(CLIENT_BIN)] if zygote else []
+    env = {**env, "PATH": os.pathsep.join([*path, str(VENV_BIN), env["PATH"]])}
+    argv = ["ansible-runner", "run", str(run_dir), "--rotate-artifacts", "20", "-p", str(playbook)]
+    proc = subprocess.Popen(
+        [*argv, "-i", name], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT
+    )
+
+    def cancel(event: dict) -> None:
+        task = (event.get("event_data") or {}).get("task", "")
+        if cancel_on and event.get("event") == "runner_on_start" and task == cancel_on:
+            proc.send_signal(cancel_signal)
+
+    sink.on_event = cancel
+    before = served(env["ANSIBLE_ZYGOTE_SOCKET"])
+    output, _ = proc.communicate()
+    after = served(env["ANSIBLE_ZYGOTE_SOCKET"])
+    sink.close()
+    sink.stop()
+    output_text = output.decode(errors="replace")
+    return Result(proc.returncode, output_text, sink.events, sink.late, delta(before, after), run_dir)
+
+
+def normalized(events: list, run_dir: Path) -> list:
+    """What must be equal between two runs: each event without its ids, times and pids, the
+    run's own directory and name as placeholders, and the status event's PATH (the zygote's
+    client directory is on it by design)."""
+    out = []
+    for event in sorted(events, key=lambda e: e.get("counter", 0)):
+        event = _strip(event, VOLATILE, run_dir)
+        if isinstance(event.get("env"), dict):
+            event["env"].pop("PATH", None)
+        out.append(event)
+    return out
+
+
+def _strip(value, keys: set, run_dir: Path):
+    if isinstance(value, dict):
+        return {k: _strip(v, VOLATILE_DATA, run_dir) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_strip(v, VOLATILE_DATA, run_dir) for v in value]
+    if isinstance(value, str):
+        return value.replace(str(run_dir), "<run>").replace(run_dir.name, "<name>")
+    return value
