@@ -37,7 +37,7 @@ lint() {
   log "mypy (lib/, hack/gen_crds)"
   mypy
   log "shellcheck"
-  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh .ci/run
+  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh hack/real-node/*.sh .ci/run
   log "generated CRDs are up to date"
   python hack/gen_crds --check
 }
