@@ -7,6 +7,10 @@
 #   hack/test.sh e2e     on the cluster in KUBECONFIG (the local one if unset): the operator is
 #                        started in the background, then pytest's cluster and harness tests and
 #                        the molecule scenario run against it; the operator is stopped after.
+#   hack/test.sh real-node  the real node's stage alone (e2e runs it last): hack/real-node.sh up,
+#                        the operator, pytest -m real_node tests/node, hack/real-node.sh down
+#                        (which fails if the machine changed). OPERATOR_NETNS=true runs the
+#                        operator of any stage in a network namespace of its own.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
 #                        the cluster in KUBECONFIG (the local one if unset)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
@@ -49,9 +53,18 @@ unit() {
 
 operator_pid=""
 operator_kubeconfig=""
+operator_relay_pid=""
 start_operator() {
   local logfile=${1:-$artifacts/operator.log}
   log "starting the operator (log: $logfile)"
+  # OPERATOR_NETNS=true: in a network namespace of its own, as the second operator below, so that
+  # its fixed ports cannot clash with another operator's on a shared machine.
+  if [ "${OPERATOR_NETNS:-false}" = true ]; then
+    local rc=0
+    start_in_netns "$logfile" operator || rc=$?
+    operator_pid=$netns_pid operator_relay_pid=$netns_relay_pid
+    return "$rc"
+  fi
   # Its own process group, so stopping it stops every Ansible run it started.
   # Only the e2e operators run as the operator's identity (not the benchmark's, on its own cluster).
   OPERATOR_KUBECONFIG=${operator_kubeconfig:-} setsid hack/run.sh >"$logfile" 2>&1 &
@@ -76,7 +89,8 @@ stop_group() {
 stop_operator() {
   [ -n "$operator_pid" ] || return 0
   stop_group "$operator_pid"
-  operator_pid=""
+  [ -z "$operator_relay_pid" ] || kill "$operator_relay_pid" 2>/dev/null || true
+  operator_pid="" operator_relay_pid=""
 }
 
 # A second operator beside the first, on namespaces of its own: a cluster sharded across
@@ -84,23 +98,33 @@ stop_operator() {
 # network namespace of its own and reaches the API server through a relay (hack/netns/).
 shard_relay_pid="" shard_pid=""
 start_shard_operator() {
-  local logfile=$1 socket="$artifacts/shard-api.sock" api netns=()
+  log "starting a second operator in its own network namespace (log: $1)"
+  local rc=0
+  start_in_netns "$1" shard || rc=$?
+  shard_pid=$netns_pid shard_relay_pid=$netns_relay_pid
+  return "$rc"
+}
+
+# start_in_netns LOGFILE NAME: hack/run.sh in a network namespace of its own, reaching the API
+# server through a relay; sets netns_pid (the operator's process group) and netns_relay_pid.
+netns_pid="" netns_relay_pid=""
+start_in_netns() {
+  local logfile=$1 socket="$artifacts/$2-api.sock" api netns=()
   api=$(loopback_api) && private_netns || return 1
   rm -f "$socket"
-  setsid python3 hack/netns/relay.py unix-to-tcp "$socket" "$api" 2>"$artifacts/shard-relay.log" &
-  shard_relay_pid=$!
+  setsid python3 hack/netns/relay.py unix-to-tcp "$socket" "$api" 2>"$artifacts/$2-relay.log" &
+  netns_relay_pid=$!
   for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
-  log "starting a second operator in its own network namespace (log: $logfile)"
   OPERATOR_KUBECONFIG=$operator_kubeconfig setsid "${netns[@]}" -- \
     hack/netns/in-netns.sh "$api" "$socket" hack/run.sh >"$logfile" 2>&1 &
-  shard_pid=$!
+  netns_pid=$!
   # Its health endpoint is on its own loopback: it is ready once its TFJob workers run.
   for _ in $(seq 120); do
     grep -q '"msg":"Starting workers","controller":"tfjob-v1-controller"' "$logfile" && return
-    kill -0 "$shard_pid" 2>/dev/null || { tail -50 "$logfile"; return 1; }
+    kill -0 "$netns_pid" 2>/dev/null || { tail -50 "$logfile"; return 1; }
     sleep 1
   done
-  log "the second operator did not become ready"; tail -50 "$logfile"; return 1
+  log "the operator in its own network namespace did not become ready"; tail -50 "$logfile"; return 1
 }
 
 stop_shard_operator() {
@@ -180,10 +204,39 @@ e2e() {
   stop_shard_operator
   stop_operator
   kubectl delete namespace ato-watched ato-shard-b --wait=false >/dev/null
+  real_node_tests
   # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop.
   if pgrep -f "$root/watches.yaml" >/dev/null; then
     log "operator processes survived the stop:"; pgrep -af "$root/watches.yaml"; return 1
   fi
+}
+
+# The real node (hack/real-node.sh, docs/real-node.md): real containers under a real kubelet
+# beside the KWOK nodes, with the operator as in the other stages. The stage starts the node and
+# stops it after; `down` fails the stage if the machine is not as the node found it.
+real_node_started=false
+real_node_tests() {
+  log "real node tests (hack/real-node.sh; node logs: .local/real-node/)"
+  real_node_started=true
+  hack/real-node.sh up >/dev/null
+  start_operator "$artifacts/operator-real-node.log"
+  local failed=0
+  pytest -q -m real_node tests/node -p no:cacheprovider || failed=1
+  stop_operator
+  real_node_started=false
+  hack/real-node.sh down || failed=1
+  [ "$failed" = 0 ] || {
+    log "real node tests failed; operator log tail:"; tail -60 "$artifacts/operator-real-node.log"; return 1
+  }
+}
+
+# The real node's stage alone (e2e runs it too).
+real_node() {
+  test_cluster
+  install_apis
+  operator_identity ato-e2e-operator "$artifacts/operator.kubeconfig"
+  operator_kubeconfig="$artifacts/operator.kubeconfig"
+  real_node_tests
 }
 
 olm() {
@@ -213,6 +266,7 @@ test_cluster() {
 clean_up() {
   stop_shard_operator
   stop_operator
+  if $real_node_started; then hack/real-node.sh down || true; real_node_started=false; fi
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then
     [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"
     return 0
@@ -241,8 +295,9 @@ trap clean_up EXIT
 stages=()
 case ${1:-all} in
   lint | unit | e2e | olm | bench) stages=("$1") ;;
+  real-node) stages=(real_node) ;;
   all) stages=(lint unit e2e olm bench) ;;
-  *) echo "usage: $0 lint|unit|e2e|olm|bench|all" >&2; exit 2 ;;
+  *) echo "usage: $0 lint|unit|e2e|real-node|olm|bench|all" >&2; exit 2 ;;
 esac
 for stage in "${stages[@]}"; do
   # The benchmark runs on a cluster of its own: the test cluster need not idle beside it.

@@ -1,0 +1,146 @@
+"""Jobs on the real node (hack/real-node.sh): real containers under a real kubelet, beside the KWOK
+nodes, against the running operator. The job's fate comes from the containers' real exit codes and
+restarts, not from KWOK annotations. hack/test.sh starts the node before this module and stops it
+after (`hack/test.sh real-node`)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from kube import (
+    REAL_NODE,
+    REAL_NODE_LABEL,
+    ROOT,
+    create_job,
+    get,
+    kubectl,
+    namespace_fixture,
+    real_replica,
+    tfjob,
+    wait_for,
+)
+
+pytestmark = pytest.mark.real_node
+
+NS = "ato-real-node"
+
+namespace = namespace_fixture(NS)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:5]}"
+
+
+def conditions(kind: str, name: str) -> dict[str, dict]:
+    found = get(kind, "-n", NS, name).get("status", {}).get("conditions") or []
+    return {c["type"]: c for c in found if c.get("status") == "True"}
+
+
+def finished(kind: str, name: str) -> bool:
+    return bool({"Succeeded", "Failed"} & set(conditions(kind, name)))
+
+
+def pod(name: str) -> dict:
+    result = kubectl("get", "pod", "-n", NS, name, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else {}
+
+
+def container_status(name: str) -> dict:
+    statuses = pod(name).get("status", {}).get("containerStatuses") or [{}]
+    return statuses[0]
+
+
+def kubernetes_version() -> str:
+    for line in (ROOT / "versions.env").read_text().splitlines():
+        if line.startswith("KUBERNETES_VERSION="):
+            return line.split("=", 1)[1]
+    raise AssertionError("KUBERNETES_VERSION not in versions.env")
+
+
+def test_the_node_is_a_real_kubelet_tainted_and_not_kwoks():
+    node = get("node", REAL_NODE)
+    info = node["status"]["nodeInfo"]
+    assert info["kubeletVersion"] == kubernetes_version()
+    assert info["containerRuntimeVersion"].startswith("containerd://")
+    assert {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
+    # KWOK manages only the nodes annotated so (hack/kwok/cluster.yaml).
+    assert "kwok.x-k8s.io/node" not in (node["metadata"].get("annotations") or {})
+    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready[0]["status"] == "True"
+    assert ready[0]["reason"] == "KubeletReady"
+
+
+def test_xgboostjob_succeeds_from_real_exit_codes_and_logs_show_the_env():
+    script = 'echo "rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT"; exit 0'
+    name = create_job(
+        "XGBoostJob",
+        unique("real-xgb"),
+        NS,
+        {
+            "xgbReplicaSpecs": {
+                "Master": real_replica(script, "Never", container="xgboost"),
+                "Worker": real_replica(script, "Never", container="xgboost"),
+            }
+        },
+    )
+    wait_for(lambda: "Succeeded" in conditions("xgboostjob", name), what=f"{name} Succeeded")
+    for replica, rank in (("master", 0), ("worker", 1)):
+        pod_name = f"{name}-{replica}-0"
+        assert pod(pod_name)["spec"]["nodeName"] == REAL_NODE
+        status = container_status(pod_name)
+        assert status["containerID"].startswith("containerd://")
+        assert status["state"]["terminated"]["exitCode"] == 0
+        assert status["state"]["terminated"]["reason"] == "Completed"
+        logs = kubectl("logs", "-n", NS, pod_name).stdout
+        assert f"rank={rank} world=2 master={name}-master-0:" in logs
+
+
+def test_a_real_exit_1_fails_a_never_job():
+    name = tfjob(unique("real-fail"), {"Worker": real_replica("echo failing; exit 1", "Never")}, NS)
+    wait_for(lambda: "Failed" in conditions("tfjob", name), what=f"{name} Failed")
+    terminated = container_status(f"{name}-worker-0")["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
+
+
+def test_on_failure_restarts_the_real_container_in_place():
+    name = tfjob(unique("real-onfail"), {"Worker": real_replica("echo attempt; exit 1", "OnFailure")}, NS)
+    worker = f"{name}-worker-0"
+    uid = wait_for(lambda: pod(worker).get("metadata", {}).get("uid"), what=worker)
+    # The kubelet's back-off between restarts is real: 10 s, then 20 s. A job that ends instead
+    # ends the wait.
+    wait_for(
+        lambda: container_status(worker).get("restartCount", 0) >= 2 or finished("tfjob", name),
+        what=f"{worker} restarted twice",
+    )
+    assert not finished("tfjob", name)
+    status = container_status(worker)
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    assert pod(worker)["metadata"]["uid"] == uid, "restarted in place, not recreated"
+    assert pod(worker)["status"]["phase"] == "Running"
+    # The kubelet keeps one dead container per container: while a restart is under way the pod's
+    # lastState may still name the one it has just removed.
+    wait_for(
+        lambda: "attempt" in kubectl("logs", "-n", NS, worker, "--previous", check=False).stdout,
+        what=f"{worker}'s previous container's log",
+    )
+    assert "Failed" not in conditions("tfjob", name)
+
+
+def event_messages(name: str, reason: str) -> list[str]:
+    events = get("events", "-n", NS, "--field-selector", f"involvedObject.name={name}")["items"]
+    return [e["message"] for e in events if e["reason"] == reason]
+
+
+def test_exit_code_policy_recreates_the_pod_after_a_real_retryable_exit():
+    name = tfjob(unique("real-exitcode"), {"Worker": real_replica("exit 130", "ExitCode")}, NS)
+    worker = f"{name}-worker-0"
+    first = wait_for(lambda: pod(worker).get("metadata", {}).get("uid"), what=worker)
+    wait_for(
+        lambda: pod(worker).get("metadata", {}).get("uid") not in (None, first) or finished("tfjob", name),
+        what=f"{worker} recreated by the operator",
+    )
+    assert not finished("tfjob", name)
+    # The operator saw the container's own exit code, which no annotation gave.
+    assert f"Pod: {NS}.{worker} exited with code 130" in event_messages(name, "ExitedWithCode")
