@@ -34,7 +34,7 @@ label=ato.dev/real-node
 # ensure_binaries: the Debian packages and the project-built binaries (cached, so fast when warm).
 ensure_binaries() {
   "$root/hack/real-node/install-packages.sh"
-  "$root/hack/build-go-tools.sh" kubelet pause
+  "$root/hack/build-go-tools.sh" kubelet pause coredns
 }
 
 # build_images: one single-layer OCI archive per image, under the state directory; in-mountns.sh
@@ -47,6 +47,10 @@ build_images() {
     --add "$(readlink -f "$root/bin/pause"):pause"
   python3 "$oci" --ref ato.local/busybox:local --out "$out/busybox.tar" --entrypoint /bin/sh \
     --add /bin/busybox:bin/busybox --busybox-links bin/busybox
+  "$root/hack/real-node/python-rootfs.sh" "$state/python-rootfs"
+  python3 "$oci" --ref ato.local/python:local --out "$out/python.tar" --rootfs "$state/python-rootfs" \
+    --entrypoint /usr/bin/python3 --env PYTHONUNBUFFERED=1
+  rm -rf "$state/python-rootfs"
 }
 
 # make_cgroup_roots: the kubelet's cgroupRoot in every hierarchy, with the daemons' cgroup in it,
@@ -78,8 +82,37 @@ make_pod_network() {
 {"cniVersion": "1.0.0", "name": "ato-real-node", "plugins": [
   {"type": "bridge", "bridge": "$bridge", "isGateway": false, "ipMasq": false,
    "ipam": {"type": "host-local", "dataDir": "$state/cni/ipam",
-            "ranges": [[{"subnet": "$pod_cidr"}]]}}]}
+            "ranges": [[{"subnet": "$pod_cidr", "rangeStart": "$(pod_ip 10)"}]]}}]}
 EOF
+}
+
+# pod_ip N: the Nth address of the pod range (a /24 or larger, starting at a .0).
+pod_ip() { local base=${pod_cidr%/*}; echo "${base%.*}.$1"; }
+
+# start_dns: CoreDNS (hack/build-go-tools.sh coredns) for the pods' cluster names, at pod_ip 2 on
+# the pods' bridge, in a network namespace of its own; it reads Services and EndpointSlices from
+# the API server through hack/netns/relay.py, as the operator in a network namespace does. Names
+# outside the cluster get NXDOMAIN: nothing is forwarded.
+start_dns() {
+  local api socket="$state/dns-api.sock" pid netns
+  api=$(loopback_api)
+  printf '%s\n' "cluster.local:53 {" "  errors" "  kubernetes cluster.local {" \
+    "    kubeconfig $state/kubeconfig" "  }" "}" ".:53 {" "  template ANY ANY {" \
+    "    rcode NXDOMAIN" "  }" "}" >"$state/Corefile"
+  (
+    for h in /sys/fs/cgroup/*/; do echo "$BASHPID" >"$h$cgroup_name/daemons/cgroup.procs"; done
+    setsid python3 "$root/hack/netns/relay.py" unix-to-tcp "$socket" "$api" >>"$state/logs/dns-relay.log" 2>&1 &
+    exec setsid unshare --net -- "$root/hack/netns/in-netns.sh" "$api" "$socket" \
+      "$(readlink -f "$root/bin/coredns")" -conf "$state/Corefile" >>"$state/logs/coredns.log" 2>&1
+  ) &
+  pid=$!
+  netns=/proc/$pid/ns/net
+  for _ in $(seq 50); do [ "$(readlink "$netns")" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.1; done
+  ip link add "$bridge-dns" type veth peer name eth0 netns "$netns"
+  echo 1 >"/proc/sys/net/ipv6/conf/$bridge-dns/disable_ipv6"
+  ip link set "$bridge-dns" master "$bridge" up
+  nsenter --net="$netns" ip addr add "$(pod_ip 2)/${pod_cidr#*/}" dev eth0
+  nsenter --net="$netns" ip link set eth0 up
 }
 
 # write_containerd_config: every path under the state directory; the opt plugin (it would create
@@ -139,6 +172,7 @@ oomScoreAdj: 0
 failSwapOn: false
 resolvConf: ""
 clusterDomain: cluster.local
+clusterDNS: [$(pod_ip 2)]
 podLogsDir: /var/log/pods
 maxPods: 30
 imageGCHighThresholdPercent: 100
@@ -177,9 +211,10 @@ up() {
   build_images
   make_cgroup_roots
   make_pod_network
+  cp "$KUBECONFIG" "$state/kubeconfig"
+  start_dns
   write_containerd_config
   write_kubelet_config
-  cp "$KUBECONFIG" "$state/kubeconfig"
   start_daemons "$state/kubeconfig"
   log "waiting for node $node_ip (logs: $state/logs)"
   for _ in $(seq 240); do

@@ -6,9 +6,11 @@ after (`hack/test.sh real-node`)."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
+import yaml
 from kube import (
     REAL_NODE,
     REAL_NODE_LABEL,
@@ -144,3 +146,20 @@ def test_exit_code_policy_recreates_the_pod_after_a_real_retryable_exit():
     assert not finished("tfjob", name)
     # The operator saw the container's own exit code, which no annotation gave.
     assert f"Pod: {NS}.{worker} exited with code 130" in event_messages(name, "ExitedWithCode")
+
+
+def test_the_real_node_sample_trains_through_the_operators_env_services_and_dns():
+    """config/samples/real-node/xgboostjob_average.yaml as a user applies it: three processes
+    rendezvous at MASTER_ADDR (the master's per-replica Service, resolved by the node's CoreDNS),
+    average their gradients, and succeed only if the shared model converged."""
+    sample = yaml.safe_load((ROOT / "config/samples/real-node/xgboostjob_average.yaml").read_text())
+    name = unique("real-average")
+    sample["metadata"] = {"name": name, "namespace": NS}
+    kubectl("apply", "-f", "-", stdin=json.dumps(sample))
+    wait_for(lambda: finished("xgboostjob", name), what=f"{name} finished")
+    assert "Succeeded" in conditions("xgboostjob", name)
+    for pod_name, rank in ((f"{name}-master-0", 0), (f"{name}-worker-0", 1), (f"{name}-worker-1", 2)):
+        logs = kubectl("logs", "-n", NS, pod_name).stdout
+        fit = re.search(rf"rank {rank}/3 on {pod_name}: w=(\S+) b=(\S+)", logs)
+        assert fit, logs
+        assert abs(float(fit[1]) - 3) < 0.1 and abs(float(fit[2]) - 1) < 0.1, logs
