@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import datetime
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from kube import (
     REAL_NODE,
     REAL_NODE_LABEL,
     ROOT,
+    Watch,
     create_job,
     get,
     kubectl,
@@ -163,3 +165,73 @@ def test_the_real_node_sample_trains_through_the_operators_env_services_and_dns(
         fit = re.search(rf"rank {rank}/3 on {pod_name}: w=(\S+) b=(\S+)", logs)
         assert fit, logs
         assert abs(float(fit[1]) - 3) < 0.1 and abs(float(fit[2]) - 1) < 0.1, logs
+
+
+# What a real kubelet does on `kubectl delete pod` with a grace period: SIGTERM at once, SIGKILL
+# when the grace period is over. A program that handles SIGTERM ends at once with its own code; one
+# that does not (PID 1 without a handler ignores it) is killed at the end: 137.
+HANDLES_SIGTERM = "trap 'echo got SIGTERM; exit 143' TERM; while :; do sleep 1; done"
+IGNORES_SIGTERM = "sleep 3600"
+
+
+def bare_pod(name: str, script: str, grace: int) -> None:
+    template = real_replica(script, container="main")["template"]
+    template["spec"] |= {"restartPolicy": "OnFailure", "terminationGracePeriodSeconds": grace}
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, **template}
+    kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+    wait_for(lambda: container_status(name).get("started"), what=f"{name} started")
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@pytest.mark.parametrize(
+    ("script", "exit_code", "at_once"),
+    [(HANDLES_SIGTERM, 143, True), (IGNORES_SIGTERM, 137, False)],
+    ids=["handles-sigterm", "ignores-sigterm"],
+)
+def test_graceful_delete_of_a_running_pod_goes_through_failed(script, exit_code, at_once):
+    name = unique("real-graceful")
+    bare_pod(name, script, grace=6)
+    watch = Watch("pod", name, NS)
+    kubectl("delete", "pod", "-n", NS, name, "--wait=false")
+    wait_for(lambda: not pod(name), what=f"{name} removed")
+    events = watch.events()
+    assert any(
+        p["metadata"].get("deletionTimestamp") and p["status"]["phase"] == "Running" for _, p in events
+    )
+    failed = [p for t, p in events if t == "MODIFIED" and p["status"]["phase"] == "Failed"]
+    assert failed, f"phase Failed before removal; saw {[(t, p['status']['phase']) for t, p in events]}"
+    terminated = failed[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (exit_code, "Error")
+    # The first deletionTimestamp is the deletion time plus the grace period.
+    grace_end = parse_time(
+        next(p for _, p in events if p["metadata"].get("deletionTimestamp"))["metadata"]["deletionTimestamp"]
+    )
+    finished_before_grace_end = (grace_end - parse_time(terminated["finishedAt"])).total_seconds()
+    if at_once:
+        assert finished_before_grace_end >= 3, "stopped by SIGTERM, long before the grace period ended"
+    else:
+        assert finished_before_grace_end <= 1, "killed only when the grace period ended"
+    assert events[-1][0] == "DELETED"
+
+
+def test_deleting_a_running_worker_does_not_fail_its_job():
+    name = tfjob(unique("real-delete"), {"Worker": real_replica(HANDLES_SIGTERM, "OnFailure")}, NS)
+    worker = f"{name}-worker-0"
+    first = wait_for(
+        lambda: container_status(worker).get("started") and pod(worker)["metadata"]["uid"], what=worker
+    )
+    kubectl("delete", "pod", "-n", NS, worker, "--wait=false")
+    wait_for(
+        lambda: (
+            (
+                pod(worker).get("metadata", {}).get("uid") not in (None, first)
+                and container_status(worker).get("started")
+            )
+            or finished("tfjob", name)
+        ),
+        what=f"{worker} recreated and running",
+    )
+    assert not finished("tfjob", name)
