@@ -235,3 +235,38 @@ def test_deleting_a_running_worker_does_not_fail_its_job():
         what=f"{worker} recreated and running",
     )
     assert not finished("tfjob", name)
+
+
+# Allocates 200 MiB, past its 50 MiB limit: cgroup v1 here enforces it, the kernel kills it.
+ALLOCATES_200_MI = ["python3", "-c", "x = [bytearray(1 << 20) for _ in range(200)]; print('survived')"]
+
+
+def test_a_memory_limit_oom_kills_the_real_container_and_fails_a_never_job():
+    worker = real_replica("", "Never")
+    container = worker["template"]["spec"]["containers"][0]
+    container |= {
+        "image": "ato.local/python:local",
+        "command": ALLOCATES_200_MI,
+        "resources": {"limits": {"memory": "50Mi"}},
+    }
+    name = tfjob(unique("real-oom"), {"Worker": worker}, NS)
+    wait_for(lambda: finished("tfjob", name), what=f"{name} finished")
+    assert "Failed" in conditions("tfjob", name)
+    terminated = container_status(f"{name}-worker-0")["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "OOMKilled")
+
+
+def test_active_deadline_stops_the_real_containers():
+    name = tfjob(
+        unique("real-deadline"),
+        {"Worker": real_replica(HANDLES_SIGTERM, "Never")},
+        NS,
+        # cleanPodPolicy None (the default) would keep the pod, and its container, running.
+        run_policy={"activeDeadlineSeconds": 5, "cleanPodPolicy": "Running"},
+    )
+    worker = f"{name}-worker-0"
+    wait_for(lambda: container_status(worker).get("started"), what=f"{worker} started")
+    wait_for(lambda: finished("tfjob", name), what=f"{name} past its deadline")
+    assert "deadline" in conditions("tfjob", name)["Failed"]["message"]
+    # The running pod is deleted: the kubelet stops its container (SIGTERM, 143) and removes it.
+    wait_for(lambda: not pod(worker), what=f"{worker} stopped and removed")
