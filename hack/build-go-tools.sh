@@ -215,9 +215,10 @@ main_module() {
     log "building $name $v"
     wrapper "$src"
     cp "$dir"/*.go "$src/"
-    (cd "$src" && for r in "$@"; do go get "$r"; done && go mod tidy)
+    # Not `go mod tidy`: it would also fetch the modules of every dependency's tests.
+    (cd "$src" && for r in "$@"; do go get "$r"; done)
     mkdir -p "$out.tmp"
-    (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out.tmp/$name" .)
+    (cd "$src" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$out.tmp/$name" .)
     rm -rf "$out"; mv "$out.tmp" "$out"
   fi
   link "$name" "$out"
