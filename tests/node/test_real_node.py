@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import uuid
 from datetime import datetime
 
@@ -74,6 +75,14 @@ def test_the_node_is_a_real_kubelet_tainted_and_not_kwoks():
     ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
     assert ready[0]["status"] == "True"
     assert ready[0]["reason"] == "KubeletReady"
+
+
+def test_the_nodes_daemons_listen_on_its_loopback_address_only():
+    listeners = subprocess.run(["ss", "-Hltnup"], capture_output=True, text=True, check=True).stdout
+    ours = [line for line in listeners.splitlines() if '"kubelet"' in line or '"containerd"' in line]
+    assert ours, "the kubelet's and containerd's listeners are visible"
+    for line in ours:
+        assert line.split()[4].startswith(f"{REAL_NODE}:"), f"listens beyond the node's address: {line}"
 
 
 def test_xgboostjob_succeeds_from_real_exit_codes_and_logs_show_the_env():
