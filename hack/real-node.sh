@@ -51,6 +51,32 @@ build_images() {
   python3 "$oci" --ref ato.local/python:local --out "$out/python.tar" --rootfs "$state/python-rootfs" \
     --entrypoint /usr/bin/python3 --env PYTHONUNBUFFERED=1
   rm -rf "$state/python-rootfs"
+  build_jax_image
+}
+
+# build_jax_image: ato.local/jax:local, the Python image with hack/real-node/jax-requirements.txt
+# (CPU wheels from PyPI, about 600 MB), built once per requirements and Python and cached under
+# ATO_CACHE/images like the tools; the state directory only links it.
+build_jax_image() {
+  local reqs="$root/hack/real-node/jax-requirements.txt" images key archive rootfs
+  images=${ATO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ansible-training-operator}/images
+  key=$({ cat "$reqs" "$root/hack/real-node/python-rootfs.sh"; sha256sum /usr/bin/python3.11; } | sha256sum | cut -c1-12)
+  archive="$images/jax-$key.tar"
+  if [ ! -f "$archive" ]; then
+    log "building the JAX image (once: $archive)"
+    mkdir -p "$images"
+    rootfs="$state/jax-rootfs"
+    "$root/hack/real-node/python-rootfs.sh" "$rootfs"
+    "$root/.venv/bin/python" -m pip install --quiet --no-deps --only-binary=:all: --implementation cp \
+      --python-version 3.11 --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+      --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+      --target "$rootfs/usr/local/lib/python3.11/dist-packages" -r "$reqs"
+    "$root/hack/real-node/python-rootfs.sh" --libs "$rootfs"
+    python3 "$root/hack/real-node/oci_image.py" --ref ato.local/jax:local --out "$archive" \
+      --rootfs "$rootfs" --entrypoint /usr/bin/python3 --env PYTHONUNBUFFERED=1
+    rm -rf "$rootfs"
+  fi
+  ln -sfn "$archive" "$state/images/jax.tar"
 }
 
 # make_cgroup_roots: the kubelet's cgroupRoot in every hierarchy, with the daemons' cgroup in it,

@@ -58,9 +58,10 @@ def busybox_applets(busybox: str) -> list[str]:
     return sorted(line for line in out.stdout.split() if line)
 
 
-def build_layer(args: argparse.Namespace) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as layer:
+def build_layer(args: argparse.Namespace, path: Path) -> str:
+    """Write the layer to ``path`` (a Python or JAX root file system is hundreds of MB: not in
+    memory); its sha256."""
+    with tarfile.open(path, mode="w", format=tarfile.PAX_FORMAT) as layer:
         if args.rootfs:
             for entry in sorted(os.listdir(args.rootfs)):
                 layer.add(os.path.join(args.rootfs, entry), arcname=entry, filter=normalise)
@@ -72,7 +73,11 @@ def build_layer(args: argparse.Namespace) -> bytes:
             layer.add(source, arcname=dest, filter=normalise)
         if args.busybox_links:
             add_busybox_links(layer, args)
-    return buffer.getvalue()
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def add_busybox_links(layer: tarfile.TarFile, args: argparse.Namespace) -> None:
@@ -98,6 +103,11 @@ def blob(archive: tarfile.TarFile, media_type: str, content: bytes) -> dict:
     return {"mediaType": media_type, "digest": f"sha256:{digest}", "size": len(content)}
 
 
+def file_blob(archive: tarfile.TarFile, media_type: str, path: Path, digest: str) -> dict:
+    archive.add(path, arcname=f"blobs/sha256/{digest}", filter=normalise)
+    return {"mediaType": media_type, "digest": f"sha256:{digest}", "size": path.stat().st_size}
+
+
 def add_json(archive: tarfile.TarFile, name: str, value: dict) -> None:
     content = json.dumps(value, sort_keys=True).encode()
     info = normalise(tarfile.TarInfo(name))
@@ -105,7 +115,7 @@ def add_json(archive: tarfile.TarFile, name: str, value: dict) -> None:
     archive.addfile(info, io.BytesIO(content))
 
 
-def image_config(args: argparse.Namespace, layer: bytes) -> dict:
+def image_config(args: argparse.Namespace, layer_digest: str) -> dict:
     return {
         "architecture": "amd64",
         "os": "linux",
@@ -115,17 +125,17 @@ def image_config(args: argparse.Namespace, layer: bytes) -> dict:
             "Cmd": args.cmd,
             "WorkingDir": args.workdir,
         },
-        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(layer).hexdigest()}"]},
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
     }
 
 
 def write_archive(args: argparse.Namespace) -> None:
-    layer = build_layer(args)
-    tmp = Path(f"{args.out}.tmp")
+    layer, tmp = Path(f"{args.out}.layer"), Path(f"{args.out}.tmp")
+    layer_digest = build_layer(args, layer)
     with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as archive:
         add_json(archive, "oci-layout", {"imageLayoutVersion": "1.0.0"})
-        layer_desc = blob(archive, LAYER, layer)
-        config_desc = blob(archive, CONFIG, json.dumps(image_config(args, layer)).encode())
+        layer_desc = file_blob(archive, LAYER, layer, layer_digest)
+        config_desc = blob(archive, CONFIG, json.dumps(image_config(args, layer_digest)).encode())
         manifest = {"schemaVersion": 2, "mediaType": MANIFEST, "config": config_desc, "layers": [layer_desc]}
         manifest_desc = blob(archive, MANIFEST, json.dumps(manifest).encode())
         manifest_desc["annotations"] = {
@@ -134,6 +144,7 @@ def write_archive(args: argparse.Namespace) -> None:
         }
         add_json(archive, "index.json", {"schemaVersion": 2, "manifests": [manifest_desc]})
     tmp.rename(args.out)
+    layer.unlink()
 
 
 def main() -> None:

@@ -279,3 +279,20 @@ def test_active_deadline_stops_the_real_containers():
     assert "deadline" in conditions("tfjob", name)["Failed"]["message"]
     # The running pod is deleted: the kubelet stops its container (SIGTERM, 143) and removes it.
     wait_for(lambda: not pod(worker), what=f"{worker} stopped and removed")
+
+
+def test_the_real_node_jax_sample_trains_two_processes_through_jax_distributed():
+    """config/samples/real-node/jaxjob_regression.yaml as a user applies it: JAX's coordinator at
+    COORDINATOR_ADDRESS (worker 0's Service, resolved by CoreDNS), Gloo all-gathers between the
+    two real processes, Succeeded only if the shared model converged."""
+    sample = yaml.safe_load((ROOT / "config/samples/real-node/jaxjob_regression.yaml").read_text())
+    name = unique("real-jax")
+    sample["metadata"] = {"name": name, "namespace": NS}
+    kubectl("apply", "-f", "-", stdin=json.dumps(sample))
+    wait_for(lambda: finished("jaxjob", name), what=f"{name} finished")
+    assert "Succeeded" in conditions("jaxjob", name)
+    for rank in (0, 1):
+        logs = kubectl("logs", "-n", NS, f"{name}-worker-{rank}").stdout
+        fit = re.search(rf"process {rank}/2: w=(\S+) b=(\S+)", logs)
+        assert fit, logs
+        assert abs(float(fit[1]) - 3) < 0.1 and abs(float(fit[2]) - 1) < 0.1, logs
