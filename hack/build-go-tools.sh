@@ -12,6 +12,7 @@
 # On demand only (hack/gang-schedulers.sh builds them): volcano (vc-scheduler), scheduler-plugins
 # (scheduler-plugins-scheduler, scheduler-plugins-controller).
 # On demand only (hack/kueue.sh builds it): kueue (Kueue's manager, sigs.k8s.io/kueue ./cmd/kueue).
+# On demand only (hack/real-node.sh builds them): kubelet, pause, coredns (the real node).
 #
 # Builds are keyed by version under $ATO_CACHE (default ~/.cache/ansible-training-operator),
 # so a second run only re-links. Nothing here downloads a release binary.
@@ -40,28 +41,41 @@ wrapper() { # wrapper DIR MODULE_LINE...
   printf '%s\n' "$@" >>"$d/go.mod"
 }
 
+# kube_wrapper DIR BINARY...: a wrapper module building k8s.io/kubernetes/cmd/BINARY at
+# KUBERNETES_VERSION, its staging modules (replaced by ./staging in upstream's go.mod) pinned to
+# their published v0.X.Y.
+kube_wrapper() {
+  local src=$1 v=$KUBERNETES_VERSION b; shift
+  go mod download -json "k8s.io/kubernetes@$v" >/dev/null
+  local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  local staging; staging=$(sed -n 's|^[[:space:]]*k8s.io/\([^ ]*\) => ./staging/src/k8s.io/.*|\1|p' "$gomod")
+  local lines=("godebug default=go1.26" "replace (")
+  for m in $staging; do lines+=("	k8s.io/$m => k8s.io/$m v0.${v#v1.}"); done
+  lines+=(")")
+  wrapper "$src" "${lines[@]}"
+  (cd "$src" && for b in "$@"; do go get -tool "k8s.io/kubernetes/cmd/$b@$v"; done)
+}
+
+# kube_ldflags: the version stamps upstream's build sets (`kubectl version`, /version).
+kube_ldflags() {
+  local v=$KUBERNETES_VERSION minor=${KUBERNETES_VERSION#v1.} p date ld="-s -w"
+  minor=${minor%%.*}
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  echo "$ld"
+}
+
 build_kube() {
   local v=$KUBERNETES_VERSION out="$cache/tools/kubernetes-$KUBERNETES_VERSION"
   local bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
   if ! have "$out" "${bins[@]}"; then
     log "building Kubernetes $v (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
-    local src="$cache/src/kubernetes-$v" minor=${v#v1.}; minor=${minor%%.*}
-    go mod download -json "k8s.io/kubernetes@$v" >/dev/null
-    local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-    local staging; staging=$(sed -n 's|^[[:space:]]*k8s.io/\([^ ]*\) => ./staging/src/k8s.io/.*|\1|p' "$gomod")
-    local lines=("godebug default=go1.26" "replace (")
-    for m in $staging; do lines+=("	k8s.io/$m => k8s.io/$m v0.${v#v1.}"); done
-    lines+=(")")
-    wrapper "$src" "${lines[@]}"
-    (cd "$src" && for b in "${bins[@]}"; do go get -tool "k8s.io/kubernetes/cmd/$b@$v"; done)
-    local pkg=k8s.io/component-base/version cpkg=k8s.io/client-go/pkg/version date
-    date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    local ld="-s -w"
-    for p in $pkg $cpkg; do
-      ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=$date"
-    done
+    local src="$cache/src/kubernetes-$v"
+    kube_wrapper "$src" "${bins[@]}"
     mkdir -p "$out.tmp"
-    (cd "$src" && go build -trimpath -ldflags "$ld" -o "$out.tmp/" \
+    (cd "$src" && go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" \
       "${bins[@]/#/k8s.io/kubernetes/cmd/}")
     rm -rf "$out"; mv "$out.tmp" "$out"
   fi
@@ -233,6 +247,52 @@ build_kueue() {
   ld+=" -X $r/pkg/version.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   go_install kueue "$v" "$ld" "" "$r/cmd/kueue"
 }
+# --- The real node (hack/real-node.sh): on demand only ------------------------------------------
+# kubelet from k8s.io/kubernetes at KUBERNETES_VERSION (the control plane's wrapper technique; its
+# Go build cache makes this cheap), the pod sandbox's pause process and CoreDNS with a few plugins,
+# both from the project's own main packages under hack/real-node/.
+
+build_kubelet() {
+  local v=$KUBERNETES_VERSION out="$cache/tools/kubelet-$KUBERNETES_VERSION"
+  if ! have "$out" kubelet; then
+    log "building kubelet $v"
+    local src="$cache/src/kubelet-$v"
+    kube_wrapper "$src" kubelet
+    mkdir -p "$out.tmp"
+    (cd "$src" && go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" k8s.io/kubernetes/cmd/kubelet)
+    rm -rf "$out"; mv "$out.tmp" "$out"
+  fi
+  link kubelet "$out"
+}
+
+# main_module NAME VERSION DIR REQUIRE...: build the main package in hack/real-node/DIR as bin/NAME,
+# in a wrapper module requiring exactly REQUIRE (module@version); the cache key is VERSION.
+main_module() {
+  local name=$1 v=$2 dir=$root/hack/real-node/$3 r; shift 3
+  local out="$cache/tools/$name-$v" src="$cache/src/$name-$v"
+  if ! have "$out" "$name"; then
+    log "building $name $v"
+    wrapper "$src"
+    cp "$dir"/*.go "$src/"
+    # Not `go mod tidy`: it would also fetch the modules of every dependency's tests.
+    (cd "$src" && for r in "$@"; do go get "$r"; done)
+    mkdir -p "$out.tmp"
+    (cd "$src" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$out.tmp/$name" .)
+    rm -rf "$out"; mv "$out.tmp" "$out"
+  fi
+  link "$name" "$out"
+}
+
+# The pause program has no version of its own: its source's hash is one.
+build_pause() {
+  main_module pause "src-$(cat "$root"/hack/real-node/pause/*.go | sha256sum | cut -c1-12)" pause
+}
+
+build_coredns() {
+  local h; h=$(cat "$root"/hack/real-node/coredns/*.go | sha256sum | cut -c1-12)
+  main_module coredns "$COREDNS_VERSION-$h" coredns "github.com/coredns/coredns@$COREDNS_VERSION"
+}
+# --- end of the real node ------------------------------------------------------------------------
 
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(kube etcd kwok ansible-operator operator-sdk kustomize)
@@ -250,6 +310,9 @@ for t in "${tools[@]}"; do
     volcano) build_volcano ;;
     scheduler-plugins) build_scheduler_plugins ;;
     kueue) build_kueue ;;
+    kubelet) build_kubelet ;;
+    pause) build_pause ;;
+    coredns) build_coredns ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

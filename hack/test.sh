@@ -12,6 +12,10 @@
 #                        scheduling (Volcano, scheduler-plugins), Kueue (hack/kueue.sh), namespaces.
 #   hack/test.sh zygote-off  a representative part of the cluster tests with the operator run as
 #                        ANSIBLE_ZYGOTE=false (every other stage runs it with the zygote, the default)
+#   hack/test.sh real-node  the real node's stage alone (e2e runs it last): hack/real-node.sh up,
+#                        the operator, pytest -m real_node tests/node, hack/real-node.sh down
+#                        (which fails if the machine changed). OPERATOR_NETNS=true runs the
+#                        operator of any stage in a network namespace of its own.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
 #                        the cluster in KUBECONFIG (the local one if unset)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
@@ -42,7 +46,7 @@ lint() {
   log "mypy (lib/, hack/gen_crds)"
   mypy
   log "shellcheck"
-  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh lib/ansible_zygote/supervise.sh .ci/run
+  shellcheck -x -P SCRIPTDIR --severity=warning hack/*.sh hack/real-node/*.sh lib/ansible_zygote/supervise.sh .ci/run
   log "generated CRDs are up to date"
   python hack/gen_crds --check
 }
@@ -56,9 +60,18 @@ unit() {
 
 operator_pid=""
 operator_kubeconfig=""
+operator_relay_pid=""
 start_operator() {
   local logfile=${1:-$artifacts/operator.log}
   log "starting the operator (log: $logfile)"
+  # OPERATOR_NETNS=true: in a network namespace of its own, as the second operator below, so that
+  # its fixed ports cannot clash with another operator's on a shared machine.
+  if [ "${OPERATOR_NETNS:-false}" = true ]; then
+    local rc=0
+    start_in_netns "$logfile" operator || rc=$?
+    operator_pid=$netns_pid operator_relay_pid=$netns_relay_pid
+    return "$rc"
+  fi
   # Its own process group, so stopping it stops every Ansible run it started.
   # Only the e2e operators run as the operator's identity (not the benchmark's, on its own cluster).
   OPERATOR_KUBECONFIG=${operator_kubeconfig:-} setsid hack/run.sh >"$logfile" 2>&1 &
@@ -83,7 +96,8 @@ stop_group() {
 stop_operator() {
   [ -n "$operator_pid" ] || return 0
   stop_group "$operator_pid"
-  operator_pid=""
+  [ -z "$operator_relay_pid" ] || kill "$operator_relay_pid" 2>/dev/null || true
+  operator_pid="" operator_relay_pid=""
 }
 
 # A second operator beside the first, on namespaces of its own: a cluster sharded across
@@ -91,23 +105,33 @@ stop_operator() {
 # network namespace of its own and reaches the API server through a relay (hack/netns/).
 shard_relay_pid="" shard_pid=""
 start_shard_operator() {
-  local logfile=$1 socket="$artifacts/shard-api.sock" api netns=()
+  log "starting a second operator in its own network namespace (log: $1)"
+  local rc=0
+  start_in_netns "$1" shard || rc=$?
+  shard_pid=$netns_pid shard_relay_pid=$netns_relay_pid
+  return "$rc"
+}
+
+# start_in_netns LOGFILE NAME: hack/run.sh in a network namespace of its own, reaching the API
+# server through a relay; sets netns_pid (the operator's process group) and netns_relay_pid.
+netns_pid="" netns_relay_pid=""
+start_in_netns() {
+  local logfile=$1 socket="$artifacts/$2-api.sock" api netns=()
   api=$(loopback_api) && private_netns || return 1
   rm -f "$socket"
-  setsid python3 hack/netns/relay.py unix-to-tcp "$socket" "$api" 2>"$artifacts/shard-relay.log" &
-  shard_relay_pid=$!
+  setsid python3 hack/netns/relay.py unix-to-tcp "$socket" "$api" 2>"$artifacts/$2-relay.log" &
+  netns_relay_pid=$!
   for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
-  log "starting a second operator in its own network namespace (log: $logfile)"
   OPERATOR_KUBECONFIG=$operator_kubeconfig setsid "${netns[@]}" -- \
     hack/netns/in-netns.sh "$api" "$socket" hack/run.sh >"$logfile" 2>&1 &
-  shard_pid=$!
+  netns_pid=$!
   # Its health endpoint is on its own loopback: it is ready once its TFJob workers run.
   for _ in $(seq 120); do
     grep -q '"msg":"Starting workers","controller":"tfjob-v1-controller"' "$logfile" && return
-    kill -0 "$shard_pid" 2>/dev/null || { tail -50 "$logfile"; return 1; }
+    kill -0 "$netns_pid" 2>/dev/null || { tail -50 "$logfile"; return 1; }
     sleep 1
   done
-  log "the second operator did not become ready"; tail -50 "$logfile"; return 1
+  log "the operator in its own network namespace did not become ready"; tail -50 "$logfile"; return 1
 }
 
 stop_shard_operator() {
@@ -200,6 +224,7 @@ e2e() {
   stop_shard_operator
   stop_operator
   kubectl delete namespace ato-watched ato-shard-b --wait=false >/dev/null
+  real_node_tests
   # Ctrl-C semantics of `make run`: nothing of the operator may survive its stop, its Ansible
   # zygote (server, templates, their children) included.
   if pgrep -f "$root/watches.yaml|$root/lib/ansible_zygote/" >/dev/null; then
@@ -229,6 +254,34 @@ zygote_off() {
   if grep -q "ansible-zygote:" "$logfile"; then
     log "ANSIBLE_ZYGOTE=false still started the zygote:"; grep "ansible-zygote:" "$logfile"; return 1
   fi
+}
+
+# The real node (hack/real-node.sh, docs/real-node.md): real containers under a real kubelet
+# beside the KWOK nodes, with the operator as in the other stages. The stage starts the node and
+# stops it after; `down` fails the stage if the machine is not as the node found it.
+real_node_started=false
+real_node_tests() {
+  log "real node tests (hack/real-node.sh; node logs: .local/real-node/)"
+  real_node_started=true
+  hack/real-node.sh up >/dev/null
+  start_operator "$artifacts/operator-real-node.log"
+  local failed=0
+  pytest -q -m real_node tests/node -p no:cacheprovider || failed=1
+  stop_operator
+  real_node_started=false
+  hack/real-node.sh down || failed=1
+  [ "$failed" = 0 ] || {
+    log "real node tests failed; operator log tail:"; tail -60 "$artifacts/operator-real-node.log"; return 1
+  }
+}
+
+# The real node's stage alone (e2e runs it too).
+real_node() {
+  test_cluster
+  install_apis
+  operator_identity ato-e2e-operator "$artifacts/operator.kubeconfig"
+  operator_kubeconfig="$artifacts/operator.kubeconfig"
+  real_node_tests
 }
 
 olm() {
@@ -287,6 +340,7 @@ clean_up() {
   [ -z "$gang_schedulers" ] || hack/gang-schedulers.sh "$gang_schedulers" down || true
   gang_schedulers=""
   stop_kueue
+  if $real_node_started; then hack/real-node.sh down || true; real_node_started=false; fi
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then
     [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"
     return 0
@@ -313,16 +367,16 @@ clean_up() {
 }
 trap clean_up EXIT
 
-# The Go tools that only later stages use (gang schedulers, Kueue, training-operator for the swap
-# and the benchmark, OLM) are built in the background while the first stages run: cold, they are
-# about 15 CPU minutes that would otherwise each hold up their stage. The stages that use them
+# The Go tools that only later stages use (gang schedulers, Kueue, the real node, training-operator
+# for the swap and the benchmark, OLM) are built in the background while the first stages run:
+# cold, they are about 20 CPU minutes that would otherwise each hold up their stage. The stages that use them
 # wait for this build first; their own scripts then only link what it built.
 prebuild_pid=""
 prebuild_tools() {
   log "building the later stages' Go tools in the background (log: $artifacts/prebuild.log)"
   # Its own process group, so that a run that ends early stops the compilers too (clean_up).
   setsid hack/build-go-tools.sh training-operator volcano scheduler-plugins kueue opm olm \
-    >"$artifacts/prebuild.log" 2>&1 &
+    kubelet pause coredns >"$artifacts/prebuild.log" 2>&1 &
   prebuild_pid=$!
 }
 
@@ -336,8 +390,9 @@ await_prebuild() {
 stages=()
 case ${1:-all} in
   lint | unit | e2e | zygote-off | olm | bench) stages=("$1") ;;
+  real-node) stages=(real_node) ;;
   all) stages=(lint unit e2e zygote-off olm bench) ;;
-  *) echo "usage: $0 lint|unit|e2e|zygote-off|olm|bench|all" >&2; exit 2 ;;
+  *) echo "usage: $0 lint|unit|e2e|zygote-off|real-node|olm|bench|all" >&2; exit 2 ;;
 esac
 case " ${stages[*]} " in *" e2e "* | *" olm "*) prebuild_tools ;; esac
 for stage in "${stages[@]}"; do

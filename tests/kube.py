@@ -206,3 +206,34 @@ class Watch:
                 return events
             event, pos = decoder.raw_decode(text, pos)
             events.append((event["type"], event["object"]))
+
+
+# The real node (hack/real-node.sh): a kubelet and containerd beside the KWOK nodes, named after
+# its loopback address and tainted so that only pods that tolerate it land there. Its images are
+# built locally and imported (never pulled): ato.local/busybox has busybox's sh and applets.
+REAL_NODE = os.environ.get("REAL_NODE_IP", "127.0.2.1")
+REAL_NODE_LABEL = "ato.dev/real-node"
+REAL_NODE_IMAGE = "ato.local/busybox:local"
+
+
+def real_replica(script: str, policy=None, *, container="tensorflow", count=None) -> dict:
+    """One replica spec whose pods run ``script`` (busybox sh) in a real container on the real
+    node: its exit code, output and restarts are the kubelet's, not a KWOK stage's."""
+    spec: dict = {} if count is None else {"replicas": count}
+    spec["template"] = {
+        "spec": {
+            "nodeSelector": {REAL_NODE_LABEL: "true"},
+            "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [
+                {
+                    "name": container,
+                    "image": REAL_NODE_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", script],
+                }
+            ],
+        }
+    }
+    if policy:
+        spec["restartPolicy"] = policy
+    return spec

@@ -114,10 +114,12 @@ def test_plain_delete_removes_the_pod_at_once():
 
 
 def test_graceful_delete_goes_through_failed_with_sigterm_exit():
+    """As the real kubelet (tests/node): SIGTERM at once, so a program that handles it is gone
+    long before its grace period is over."""
     name = create_pod({"graceful-delete": "true"}, restart_policy="OnFailure", containers=("main", "side"))
     wait_running(name)
     watch = watch_pod(name)
-    deleted_at = delete(name, grace=3)
+    deleted_at = delete(name, grace=30)
     wait_gone(name)
     gone_after = (datetime.now(UTC) - deleted_at).total_seconds()
     events = watch.events()
@@ -129,7 +131,7 @@ def test_graceful_delete_goes_through_failed_with_sigterm_exit():
     assert final, f"phase Failed before removal; saw {[(t, p['status']['phase']) for t, p in events]}"
     failed = final[0]
     deletion = parse_time(failed["metadata"]["deletionTimestamp"])
-    assert failed["metadata"]["deletionGracePeriodSeconds"] == 3
+    assert failed["metadata"]["deletionGracePeriodSeconds"] == 30
     statuses = failed["status"]["containerStatuses"]
     assert {s["name"] for s in statuses} == {"main", "side"}
     for status in statuses:
@@ -137,11 +139,30 @@ def test_graceful_delete_goes_through_failed_with_sigterm_exit():
         assert terminated(status)["reason"] == "Error"
         assert "running" not in status["state"]
         assert status["ready"] is False
-        # The kubelet stops the containers only once the grace period is over.
-        assert parse_time(terminated(status)["finishedAt"]) >= deletion.replace(microsecond=0)
+        # Stopped by SIGTERM, not at the end of the grace period.
+        assert parse_time(terminated(status)["finishedAt"]) < deletion.replace(microsecond=0)
     ready = {c["type"]: c for c in failed["status"]["conditions"]}["Ready"]
     assert ready["status"] == "False"
     assert events[-1][0] == "DELETED"
+    assert gone_after < 30, gone_after
+
+
+def test_graceful_delete_of_a_container_ignoring_sigterm_kills_it_when_the_grace_period_ends():
+    """As the real kubelet (tests/node): a container that ignores SIGTERM runs out its grace
+    period, then is killed (137)."""
+    name = create_pod({"graceful-delete": "true", "ignore-sigterm": "true"}, restart_policy="OnFailure")
+    wait_running(name)
+    watch = watch_pod(name)
+    deleted_at = delete(name, grace=3)
+    wait_gone(name)
+    gone_after = (datetime.now(UTC) - deleted_at).total_seconds()
+    events = watch.events()
+    failed = [p for t, p in events if t == "MODIFIED" and p["status"]["phase"] == "Failed"]
+    assert failed, f"phase Failed before removal; saw {[(t, p['status']['phase']) for t, p in events]}"
+    status = failed[0]["status"]["containerStatuses"][0]
+    assert (terminated(status)["exitCode"], terminated(status)["reason"]) == (137, "Error")
+    deletion = parse_time(failed[0]["metadata"]["deletionTimestamp"])
+    assert parse_time(terminated(status)["finishedAt"]) >= deletion.replace(microsecond=0)
     # Not before its 3 s grace period is over (how much later depends on the machine).
     assert gone_after >= 2.5, gone_after
 
