@@ -52,7 +52,7 @@ stop() {
 # wait_healthy NAME URL: until the process answers on its health endpoint (or dies).
 wait_healthy() {
   for _ in $(seq 120); do
-    curl -fsSk "$2" >/dev/null 2>&1 && return 0
+    curl -fsSk --noproxy '*' "$2" >/dev/null 2>&1 && return 0
     running "$1" || { log "$1 exited:"; tail -30 "$state/$1.log" >&2; return 1; }
     sleep 0.5
   done

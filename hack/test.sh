@@ -367,10 +367,11 @@ clean_up() {
 }
 trap clean_up EXIT
 
-# The Go tools that only later stages use (gang schedulers, Kueue, the real node, training-operator
-# for the swap and the benchmark, OLM) are built in the background while the first stages run:
-# cold, they are about 20 CPU minutes that would otherwise each hold up their stage. The stages that use them
-# wait for this build first; their own scripts then only link what it built.
+# The Go tools that e2e's later steps and olm use (gang schedulers, Kueue, the real node,
+# training-operator for the swap and the benchmark, OLM) are built in the background while e2e's
+# first steps run: cold, they are about 20 CPU minutes that would otherwise each hold up their step.
+# The steps that use them wait for this build first; their own scripts then only link what it built.
+# A stage run alone builds what it needs itself.
 prebuild_pid=""
 prebuild_tools() {
   log "building the later stages' Go tools in the background (log: $artifacts/prebuild.log)"
@@ -394,7 +395,7 @@ case ${1:-all} in
   all) stages=(lint unit e2e zygote-off olm bench) ;;
   *) echo "usage: $0 lint|unit|e2e|zygote-off|real-node|olm|bench|all" >&2; exit 2 ;;
 esac
-case " ${stages[*]} " in *" e2e "* | *" olm "*) prebuild_tools ;; esac
+case " ${stages[*]} " in *" e2e "*) prebuild_tools ;; esac
 for stage in "${stages[@]}"; do
   # The benchmark runs on a cluster of its own: the test cluster need not idle beside it.
   [ "$stage" != bench ] || clean_up

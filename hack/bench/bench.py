@@ -202,6 +202,18 @@ def apiserver_writes() -> dict[str, float]:
     return measure.api_writes(measure.parse(kubectl("get", "--raw", "/metrics").stdout))
 
 
+def follow(stopped: threading.Event, w: watch.Watch, handler, lister, args) -> None:
+    """handler(type, object, monotonic time) for every watch event until ``stopped``. A watch the
+    API server ended (its restart in the outage scenario closes every watch cleanly) or dropped is
+    opened again, from a fresh list."""
+    while not stopped.is_set():
+        try:
+            for ev in w.stream(lister, *args, timeout_seconds=3600):
+                handler(ev["type"], ev["object"], time.monotonic())
+        except Exception:
+            time.sleep(0.2)
+
+
 class Tracker:
     """Watch-event times of one burst's pods and jobs (monotonic seconds)."""
 
@@ -234,14 +246,7 @@ class Tracker:
             self.threads.append(t)
 
     def _run(self, w, handler, lister, args):
-        # A watch the API server ended (its restart in the outage scenario closes every watch
-        # cleanly) or dropped is opened again, from a fresh list; only stop() ends the loop.
-        while not self.stopped.is_set():
-            try:
-                for ev in w.stream(lister, *args, timeout_seconds=3600):
-                    handler(ev["type"], ev["object"], time.monotonic())
-            except Exception:
-                time.sleep(0.2)
+        follow(self.stopped, w, handler, lister, args)
 
     def _on_pod(self, etype, pod, now):
         owners = pod.metadata.owner_references or []

@@ -16,7 +16,6 @@ import os
 import statistics
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -50,35 +49,27 @@ def queued_job(name: str, namespace: str, replicas: int, run_for: str) -> dict[s
 class Admissions:
     """When each job was unsuspended, and when its Workload finished (monotonic seconds)."""
 
-    def __init__(self, namespace: str):
+    def __init__(self, bench, namespace: str):
         self.unsuspended: dict[str, float] = {}
         self.workload_finished: dict[str, float] = {}
         self.lock = threading.Lock()
+        self.stopped = threading.Event()
         self.watches = [watch.Watch(), watch.Watch()]
-        api = client.CustomObjectsApi()
+        lister = client.CustomObjectsApi().list_namespaced_custom_object
         streams = [
             (self._on_job, ("kubeflow.org", "v1", namespace, "tfjobs")),
             (self._on_workload, (*KUEUE, namespace, "workloads")),
         ]
         for w, (handler, args) in zip(self.watches, streams, strict=True):
-            target = (w, handler, api.list_namespaced_custom_object, args)
-            threading.Thread(target=self._run, args=target, daemon=True).start()
+            target = (self.stopped, w, handler, lister, args)
+            threading.Thread(target=bench.follow, args=target, daemon=True).start()
 
-    def _run(self, w, handler, lister, args) -> None:
-        while True:
-            try:
-                for ev in w.stream(lister, *args, timeout_seconds=3600):
-                    handler(ev["object"], time.monotonic())
-                return
-            except Exception:
-                time.sleep(0.2)
-
-    def _on_job(self, job: dict, now: float) -> None:
+    def _on_job(self, _type: str, job: dict, now: float) -> None:
         if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend") is False:
             with self.lock:
                 self.unsuspended.setdefault(job["metadata"]["name"], now)
 
-    def _on_workload(self, workload: dict, now: float) -> None:
+    def _on_workload(self, _type: str, workload: dict, now: float) -> None:
         owners = workload["metadata"].get("ownerReferences") or []
         job = next((o["name"] for o in owners if o.get("kind") == "TFJob"), None)
         conditions = (workload.get("status") or {}).get("conditions") or []
@@ -87,6 +78,7 @@ class Admissions:
                 self.workload_finished.setdefault(job, now)
 
     def stop(self) -> None:
+        self.stopped.set()
         for w in self.watches:
             w.stop()
 
@@ -103,7 +95,7 @@ def admission(bench, op, n: int, index: int) -> dict[str, Any]:
     bench.kubectl("create", "namespace", ns)
     bench.kubectl("apply", "-n", ns, "-f", str(ROOT / "config" / "kueue" / "queues.yaml"))
     hold(bench, "Hold")
-    tracker, admissions = bench.Tracker(ns, {"TFJob"}), Admissions(ns)
+    tracker, admissions = bench.Tracker(ns, {"TFJob"}), Admissions(bench, ns)
     try:
         for i in range(n):
             body = queued_job(f"q{i}", ns, bench.REPLICAS, bench.RUN_FOR)
