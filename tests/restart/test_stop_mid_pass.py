@@ -96,7 +96,7 @@ def runner_starting(name: str) -> bool:
             args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue  # not a process, or gone
-        if any(a.endswith("/ansible-runner") for a in args[:2]) and job_dir in args and "-i" in args:
+        if any(a.endswith("/ansible-runner") for a in args[:3]) and job_dir in args and "-i" in args:
             ident = args[args.index("-i") + 1]
             if not (RUNNER / name / "artifacts" / ident).exists():
                 return True
