@@ -56,6 +56,17 @@ operator=$$
 if [ "${ANSIBLE_ZYGOTE:-true}" != false ]; then
   # One socket per operator; the server removes it as the first step of its stop (Ctrl-C reaches
   # it directly; the supervising loop ends once the operator is gone).
+  # A killed operator (SIGKILL) leaves its socket: those nothing listens on go.
+  python3 -c '
+import glob, os, socket, sys
+for path in glob.glob(os.path.join(sys.argv[1], "ato-zygote.*.sock")):
+    try:
+        socket.socket(socket.AF_UNIX).connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)
+    except OSError:
+        pass
+' "${TMPDIR:-/tmp}"
   ANSIBLE_ZYGOTE_SOCKET="$(mktemp -u "${TMPDIR:-/tmp}/ato-zygote.XXXXXX").sock"
   export ANSIBLE_ZYGOTE_SOCKET PATH="$root/lib/ansible_zygote/bin:$PATH"
   (trap '' INT; exec "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET") &
