@@ -42,6 +42,10 @@ from training_jobs.pod_signature import ANNOTATION as POD_SIGNATURE  # the compa
 ROOT = Path(__file__).resolve().parents[2]
 FLOOR_DIR = ROOT / "hack" / "bench" / "floor"
 
+# Jobs created together whose pods run longer than a pass but shorter than a busy queue: each job's
+# condition history must still hold Running before its final condition (issue 27).
+HISTORY = {"jobs": 20, "kinds": ["TFJob", "PyTorchJob"], "run_for": "15s"}
+
 PROFILES = {
     # Bursts of every kind alone and all of them mixed; training-operator with TFJobs.
     "full": {
@@ -71,6 +75,7 @@ PROFILES = {
             "down_s": 5,
             "outage_restarts": ["apiserver", "full"],
         },
+        "history": HISTORY,
     },
     # The cost with changes (scale.py): steady state, restarts and an outage, this operator only.
     "scale": {
@@ -113,6 +118,8 @@ PROFILES["restarts"] = {
 PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]
 PROFILES["full"]["upstream_scale"] = PROFILES["outage"]["upstream_scale"]
 PROFILES["full"]["kueue"] = PROFILES["kueue"]["kueue"]
+PROFILES["full"]["history"] = PROFILES["full"]["upstream_history"] = HISTORY
+PROFILES["tfjob"]["history"] = PROFILES["tfjob"]["upstream_history"] = HISTORY
 REPLICAS = 5
 RUN_FOR = "5s"
 # In every namespace name: runner artifacts of an earlier run (/tmp/ansible-operator) never mix in.
@@ -225,6 +232,8 @@ class Tracker:
         self.pod_finished: dict[str, dict[str, float]] = {}
         self.job_running: dict[str, float] = {}
         self.job_done: dict[str, tuple[float, str]] = {}
+        # The condition types of each job when it was first seen finished.
+        self.job_history: dict[str, list[str]] = {}
         # When the companion last wrote the job's pod signature (its wake) before it was done.
         self.job_woken: dict[str, float] = {}
         self.wake_seen: dict[str, str] = {}
@@ -276,6 +285,9 @@ class Tracker:
                     self.job_running.setdefault(name, now)
                 elif c["type"] in ("Succeeded", "Failed"):
                     self.job_done.setdefault(name, (now, c["type"]))
+            if name in self.job_done:
+                history = [c.get("type") for c in (obj.get("status") or {}).get("conditions") or []]
+                self.job_history.setdefault(name, history)
 
     def stop(self):
         self.stopped.set()
@@ -283,8 +295,10 @@ class Tracker:
             w.stop()
 
 
-def run_burst(op: Operator, scenario: str, n: int, index: int) -> dict:
-    kinds = list(joblib.KINDS) if scenario == "mixed" else [scenario]
+def run_burst(
+    op: Operator, scenario: str, n: int, index: int, kinds: list[str] | None = None, run_for: str = RUN_FOR
+) -> dict:
+    kinds = kinds or (list(joblib.KINDS) if scenario == "mixed" else [scenario])
     ns = f"bench-{op.name}-{RUN_ID}-{index}"
     kubectl("create", "namespace", ns)
     plan = [(kinds[i % len(kinds)], f"j{i}") for i in range(n)]
@@ -299,7 +313,7 @@ def run_burst(op: Operator, scenario: str, n: int, index: int) -> dict:
     def submit(item):
         kind, name = item
         group, version, plural = joblib.API[kind]
-        body = joblib.job(kind, name, ns, REPLICAS, RUN_FOR)
+        body = joblib.job(kind, name, ns, REPLICAS, run_for)
         t = time.monotonic()
         custom.create_namespaced_custom_object(group, version, ns, plural, body)
         submitted[name] = t
@@ -319,6 +333,7 @@ def run_burst(op: Operator, scenario: str, n: int, index: int) -> dict:
     result = summarize(
         op, ns, scenario, n, plan, submitted, tracker, before, after, writes_before, writes_after, t0
     )
+    result["run_for"] = run_for
     result["peak_rss_mib"] = round(peak / 2**20, 1)
     result["peak_pss_mib"] = round(peak_pss / 2**20, 1)
     kubectl("delete", "namespace", ns, "--wait=true", "--timeout=300s", check=False)
@@ -326,7 +341,8 @@ def run_burst(op: Operator, scenario: str, n: int, index: int) -> dict:
         f"{op.name} {scenario} x{n}: done {result['finished']}/{n}, "
         f"create->pods p50 {fmt(result['create_to_pods']['p50'])}, "
         f"finish->condition p50 {fmt(result['finish_to_condition']['p50'])}, "
-        f"writes/job {fmt(result['writes_per_job'])}, reconcile p50 {fmt(result['reconcile']['p50'])}"
+        f"writes/job {fmt(result['writes_per_job'])}, reconcile p50 {fmt(result['reconcile']['p50'])}, "
+        f"Running recorded by {result['recorded_running']}"
     )
     return result
 
@@ -396,6 +412,9 @@ def summarize(
         "replicas": REPLICAS,
         "finished": len(tr.job_done),
         "succeeded": sum(1 for _, s in tr.job_done.values() if s == "Succeeded"),
+        # Jobs whose history holds Running before their final condition (upstream's, when its
+        # passes saw the pods run; ours always, when a container started).
+        "recorded_running": sum(1 for history in tr.job_history.values() if "Running" in history),
         "create_to_pods": measure.quantiles(create_to_pods),
         "create_to_running": measure.quantiles(create_to_running),
         "create_to_pods_running": measure.quantiles(create_to_pods_running),
@@ -511,13 +530,18 @@ def upstream_operator(env: dict, out: Path) -> Operator:
     )
 
 
-def bursts(op: Operator, scenarios: list[str], sizes: list[int], start_index: int) -> list[dict]:
+def bursts(
+    op: Operator, scenarios: list[str], sizes: list[int], start_index: int, history: dict | None = None
+) -> list[dict]:
     results = []
     index = start_index
     for scenario in scenarios:
         for n in sizes:
             results.append(run_burst(op, scenario, n, index))
             index += 1
+    if history:
+        scenario = "+".join(history["kinds"]) + " " + history["run_for"]
+        results.append(run_burst(op, scenario, history["jobs"], index, history["kinds"], history["run_for"]))
     return results
 
 
@@ -567,7 +591,9 @@ def main() -> None:
         op = ours_operator(env, out, "ours")
         op.start()
         try:
-            results["bursts"] += bursts(op, profile["scenarios"], profile["bursts"], index)
+            results["bursts"] += bursts(
+                op, profile["scenarios"], profile["bursts"], index, profile.get("history")
+            )
             if profile.get("scale"):
                 results["scale"] = scale.run(sys.modules[__name__], op, profile["scale"])
             if profile.get("kueue"):
@@ -578,7 +604,7 @@ def main() -> None:
     upstream_scale = profile.get("upstream_scale") or {}
     if "upstream" in targets and (profile["upstream_bursts"] or upstream_scale):
         upstream_bursts, upstream_outages = upstream_run(
-            env, out, profile["upstream_bursts"], index, upstream_scale
+            env, out, profile["upstream_bursts"], index, upstream_scale, profile.get("upstream_history")
         )
         results["bursts"] += upstream_bursts
         results.setdefault("scale", []).extend(upstream_outages)
@@ -587,12 +613,21 @@ def main() -> None:
     unfinished = [b for b in results["bursts"] if b["succeeded"] < b["jobs"]]
     for b in unfinished:
         log(f"{b['target']} {b['scenario']} x{b['jobs']}: only {b['succeeded']} jobs succeeded")
+    unrecorded = [
+        b
+        for b in results["bursts"]
+        if b["target"] != "training-operator" and b["recorded_running"] < b["finished"]
+    ]
+    for b in unrecorded:
+        log(
+            f"{b['target']} {b['scenario']} x{b['jobs']}: {b['finished'] - b['recorded_running']} jobs ended without Running"
+        )
     broken = scale.incomplete(results.get("scale") or [])
     for line in broken:
         log(line)
     for line in scale.within_targets(results.get("scale") or []):
         log(f"target missed: {line}")
-    if unfinished or broken:
+    if unfinished or unrecorded or broken:
         sys.exit(1)
 
 
@@ -607,7 +642,7 @@ def kueue_run(op: Operator, n: int) -> dict:
 
 
 def upstream_run(
-    env: dict, out: Path, sizes: list[int], index: int, scale_plan: dict
+    env: dict, out: Path, sizes: list[int], index: int, scale_plan: dict, history: dict | None
 ) -> tuple[list[dict], list[dict]]:
     """Bursts and outages of training-operator. It owns kubeflow.org's TFJob too: our APIs make
     way for its CRDs during its run and come back afterwards."""
@@ -618,7 +653,10 @@ def upstream_run(
     op = upstream_operator(env, out)
     op.start()
     try:
-        return bursts(op, ["TFJob"], sizes, index), scale.outages(sys.modules[__name__], op, scale_plan, 10)
+        return (
+            bursts(op, ["TFJob"], sizes, index, history),
+            scale.outages(sys.modules[__name__], op, scale_plan, 10),
+        )
     finally:
         op.stop([script, "stop"])
         subprocess.run([script, "delete-crds"], env=env, check=False, cwd=ROOT)

@@ -379,8 +379,28 @@ def _mark_final(job: Job, p: _Pass) -> None:
 
 
 def _finish(job: Job, p: _Pass, ctype: str, what: str, message: str) -> None:
+    _record_running(job, p)
     p.set_condition(job.kind, ctype, cond.TRUE, what, message)
     p.status["completionTime"] = p.status.get("completionTime") or p.now
+
+
+def _record_running(job: Job, p: _Pass) -> None:
+    """A job whose pods started and ended between two of its passes records ``Running`` before
+    its final condition, as one whose passes saw them run: its history must not depend on how busy
+    the operator's queue was."""
+    if cond.find(p.conditions, cond.RUNNING) or cond.find(p.conditions, cond.RESTARTING):
+        return
+    if any(_a_container_started(pod) for pod in p.pods.values()):
+        p.set_condition(job.kind, cond.RUNNING, cond.TRUE, "Running", f"{job.kind} {job.name} is running.")
+
+
+def _a_container_started(pod: dict[str, Any]) -> bool:
+    """Whether a container of the pod has run (now or before), by its container statuses."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        for state in (status.get("state") or {}, status.get("lastState") or {}):
+            if any((state.get(phase) or {}).get("startedAt") for phase in ("running", "terminated")):
+                return True
+    return False
 
 
 def _reconcile_extras(profile: Profile, job: Job, p: _Pass, ctx: Context) -> bool:

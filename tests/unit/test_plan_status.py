@@ -395,3 +395,51 @@ def test_pods_another_controller_owns_are_not_the_jobs():
         "failed": 0,
     }
     assert cond.FAILED not in [c["type"] for c in result["status"]["conditions"]]
+
+
+STARTED = "2026-11-23T10:00:05Z"
+
+
+def started_and_ended(pods, code, started=STARTED):
+    """Every pod's containers started at ``started`` and exited with ``code`` since the last pass."""
+    phase = "Succeeded" if code == 0 else "Failed"
+    out = with_phases(pods, {p["metadata"]["name"]: (phase, code, False) for p in pods})
+    for pod in out:
+        for status in pod["status"]["containerStatuses"]:
+            status["state"]["terminated"]["startedAt"] = started
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "started", "history"),
+    [
+        ("pods ran and succeeded between two passes", 0, STARTED, ["Created", "Running", "Succeeded"]),
+        ("pods ran and failed between two passes", 1, STARTED, ["Created", "Running", "Failed"]),
+        ("pods failed without a container ever starting", 1, None, ["Created", "Failed"]),
+    ],
+)
+def test_a_job_whose_pods_ran_unseen_records_running_first(name, code, started, history):
+    """A busy queue can take longer than the pods run: the job's history is the same as if its
+    passes had seen them running (issue 27)."""
+    job, observed = created(tfjob([("Worker", 2, "Never")]))
+    pods = started_and_ended(observed["pods"], code, started)
+    result = plan(job, {**observed, "pods": pods}, {}, LATER)
+    conditions = result["status"]["conditions"]
+    assert [c["type"] for c in conditions] == history, conditions
+    if started:
+        running = cond.find(conditions, cond.RUNNING)
+        assert running["status"] == cond.FALSE and running["reason"] == "TFJobRunning"
+        assert running["lastTransitionTime"] == LATER, "turned off by the final condition"
+        assert running["lastUpdateTime"] == LATER
+        assert [e["reason"] for e in result["events"]].count("TFJobRunning") == 1
+
+
+def test_a_job_seen_running_keeps_its_running_condition():
+    job, observed = created(tfjob([("Worker", 2, "Never")]))
+    job["status"] = plan(job, {**observed, "pods": with_phases(observed["pods"], {})}, {}, NOW)["status"]
+    since = cond.find(job["status"]["conditions"], cond.RUNNING)["lastTransitionTime"]
+    pods = started_and_ended(observed["pods"], 0, started="2026-11-23T09:00:00Z")
+    result = plan(job, {**observed, "pods": pods}, {}, LATER)
+    conditions = result["status"]["conditions"]
+    assert [c["type"] for c in conditions] == ["Created", "Running", "Succeeded"]
+    assert since == NOW and "TFJobRunning" not in [e["reason"] for e in result["events"]]
