@@ -118,8 +118,11 @@ PROFILES["restarts"] = {
 PROFILES["full"]["scale"] = PROFILES["scale"]["scale"]
 PROFILES["full"]["upstream_scale"] = PROFILES["outage"]["upstream_scale"]
 PROFILES["full"]["kueue"] = PROFILES["kueue"]["kueue"]
-PROFILES["full"]["history"] = PROFILES["full"]["upstream_history"] = HISTORY
-PROFILES["tfjob"]["history"] = PROFILES["tfjob"]["upstream_history"] = HISTORY
+for name in ("full", "tfjob"):
+    PROFILES[name]["history"] = PROFILES[name]["upstream_history"] = HISTORY
+    # Issue 27's large burst, TFJobs only, on both operators.
+    PROFILES[name]["large_bursts"] = [500]
+    PROFILES[name]["upstream_bursts"] = [*PROFILES[name]["upstream_bursts"], 500]
 REPLICAS = 5
 RUN_FOR = "5s"
 # In every namespace name: runner artifacts of an earlier run (/tmp/ansible-operator) never mix in.
@@ -514,12 +517,13 @@ def ours_operator(env: dict, out: Path, name: str, extra: list[str] | None = Non
     )
 
 
-def upstream_operator(env: dict, out: Path) -> Operator:
+def upstream_operator(env: dict, out: Path, schemes: list[str]) -> Operator:
+    """training-operator with the TFJob controller and those of ``schemes`` (lower-case kinds)."""
     script = str(ROOT / "hack" / "bench" / "training-operator.sh")
     return Operator(
         "training-operator",
         # Info logging: upstream's Deployment logs at debug level, which would cost it CPU here.
-        [script, "start", "--zap-log-level=info"],
+        [script, "start", "--zap-log-level=info", *(f"--enable-scheme={s}" for s in schemes)],
         {**env, "TRAINING_OPERATOR_LOG": str(out / "training-operator.log")},
         str(out / "training-operator.start.log"),
         "http://127.0.0.1:18081/readyz",
@@ -594,6 +598,8 @@ def main() -> None:
             results["bursts"] += bursts(
                 op, profile["scenarios"], profile["bursts"], index, profile.get("history")
             )
+            if profile.get("large_bursts"):
+                results["bursts"] += bursts(op, ["TFJob"], profile["large_bursts"], 50)
             if profile.get("scale"):
                 results["scale"] = scale.run(sys.modules[__name__], op, profile["scale"])
             if profile.get("kueue"):
@@ -650,7 +656,8 @@ def upstream_run(
     kubectl("delete", "-k", str(ROOT / "config" / "admission"), "--ignore-not-found", check=False)
     kubectl("delete", "-k", str(ROOT / "config" / "crd"), "--ignore-not-found", "--wait=true")
     subprocess.run([script, "crds"], env=env, check=True, cwd=ROOT)
-    op = upstream_operator(env, out)
+    others = {kind.lower() for kind in (history or {}).get("kinds", [])} - {"tfjob"}
+    op = upstream_operator(env, out, sorted(others))
     op.start()
     try:
         return (

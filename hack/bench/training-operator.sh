@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kubeflow's own training-operator (TRAINING_OPERATOR_VERSION in versions.env), run here as a
 # process out of cluster against the cluster in KUBECONFIG: the baseline the benchmark compares
-# this operator with. Only the TFJob controller runs (--enable-scheme=tfjob).
+# this operator with. The TFJob controller runs (--enable-scheme=tfjob), and those a caller adds.
 #
 #   hack/bench/training-operator.sh crds    apply upstream's CRDs (manifests/base/crds of the
 #                                           module source) and wait until they are Established
