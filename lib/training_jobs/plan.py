@@ -607,7 +607,10 @@ def _sync_pod_group(profile: Profile, job: Job, p: _Pass, kind: str) -> bool:
             p.event("Normal", "PodGroupPending", why)
         p.status[PENDING_MESSAGE] = why
         p.status["lastReconcileTime"] = p.now
-        p.requeue_in(float(p.config.get("poll_seconds") or GANG_POLL_SECONDS))
+        # Volcano's PodGroup CRD has no status subresource, so each change of its status bumps its
+        # generation and the runtime's dependent watch reconciles the job: this is the safety net.
+        poll = p.config.get("poll_seconds") or p.config.get("gang_poll_seconds") or GANG_POLL_SECONDS
+        p.requeue_in(float(poll))
     else:
         _clear_pending_message(p)
     return ready
