@@ -143,7 +143,9 @@ def one_pass(work: Path, name: str, env: dict, cr: dict, path_first: list[str]) 
         "-i",
         name,
     ]
-    proc = subprocess.Popen(argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=harness.ROOT)
+    proc = subprocess.Popen(
+        argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=harness.ROOT
+    )
     output = proc.stdout.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -214,6 +216,7 @@ def profile(work: Path, env: dict, cr: dict, runs: int) -> None:
             **env,
             "RECONCILE_PROFILE_DIR": str(out),
             "RECONCILE_PROFILE_REAL": str(harness.VENV_BIN / "ansible-playbook"),
+            "RECONCILE_PROFILE_LIB": str(harness.ROOT / "lib"),
         }
         one_pass(work, f"profile-{i}", prof_env, cr, [str(shim_dir), str(harness.CLIENT_BIN)])
         for file in out.glob("*.prof"):

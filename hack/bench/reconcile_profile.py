@@ -154,7 +154,8 @@ def _instrument_our_filters() -> None:
 def main() -> None:
     real = os.environ["RECONCILE_PROFILE_REAL"]
     sys.path[0] = os.path.dirname(real)
-    sys.path.insert(1, os.path.join(ROOT, "lib"))
+    # The zygote of the checkout being measured (reconcile_cost.py --checkout).
+    sys.path.insert(1, os.environ.get("RECONCILE_PROFILE_LIB", os.path.join(ROOT, "lib")))
     from ansible_zygote import child, template
 
     if template.warm("ansible-playbook"):

@@ -1,7 +1,8 @@
 """The zygote runs the same Ansible: each case runs through the real ansible-runner and
 ansible-playbook and through the zygote (served by a warm template, checked per run), and the
 runtime must see the same thing - the same events in the same order with the same data (ids,
-times and pids aside), the same exit status, and no event after the process has exited.
+times and pids aside), the same exit status, and no event after the process has exited - and
+ansible-runner must write the same event files into the artifact directory.
 """
 
 from __future__ import annotations
