@@ -4,7 +4,7 @@ socket, environment, arguments; ``tests/zygote/zygote_harness.py``), with the An
 and off, alternately in the same session. No operator: the observe task reads a real API server
 through ``kubectl proxy`` (plain HTTP on loopback, as the runtime's proxy is).
 
-    hack/bench/reconcile_cost.py [--runs 15] [--profile] [--port 19650] [--checkout DIR]
+    hack/bench/reconcile_cost.py [--runs 15] [--profile] [--port 19650] [--checkout DIR] [--noop]
 
 The cluster is the one in ``KUBECONFIG`` (``hack/cluster.sh kubeconfig``), with the CRDs. One
 TFJob (5 pods that run for a day) is created in a namespace of its own and reconciled a few times
@@ -40,6 +40,10 @@ import zygote_harness as harness  # noqa: E402
 
 NAMESPACE = "ato-reconcile-cost"
 JOB = "cost"
+# --noop: a play without tasks instead of the role (what the benchmark's floor costs, roughly: the
+# floor runs an empty role in the runtime's role mode).
+NOOP = "---\n- name: No task\n  hosts: localhost\n  gather_facts: false\n  tasks: []\n"
+PLAYBOOK: dict[str, Path | None] = {"path": None}
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
@@ -131,7 +135,7 @@ def one_pass(work: Path, name: str, env: dict, cr: dict, path_first: list[str]) 
     harness.write_input_dir(run_dir, sink.path, env["KUBECONFIG"])
     (run_dir / "env" / "extravars").write_text(json.dumps(extravars(cr)))
     run_env = {**env, "PATH": os.pathsep.join([*path_first, str(harness.VENV_BIN), env["PATH"]])}
-    playbook = harness.ROOT / "playbooks" / "reconcile.yml"
+    playbook = PLAYBOOK["path"] or harness.ROOT / "playbooks" / "reconcile.yml"
     argv = [
         "ansible-runner",
         "run",
@@ -190,7 +194,8 @@ def compare(work: Path, env: dict, cr: dict, server_pid: int, runs: int) -> None
     for i in range(runs):
         for zygote in (False, True):
             results[zygote].append(measured_pass(work, f"run-{i}-{int(zygote)}", env, cr, zygote, server_pid))
-    print(f"CPU s per reconcile of roles/tfjob, a pass that changes nothing, min / median of {runs}:")
+    what = "a play without tasks" if PLAYBOOK["path"] else "roles/tfjob, a pass that changes nothing"
+    print(f"CPU s per reconcile of {what}, min / median of {runs}:")
     for zygote, label in ((False, "ANSIBLE_ZYGOTE=false"), (True, "zygote on")):
         rows = results[zygote]
         print(f"  {label:22} {summary([r['cpu'] for r in rows])}   ({rows[0]['events']} events per pass)")
@@ -245,6 +250,7 @@ def main() -> None:
         default=ROOT,
         help="measure the role, plugins and zygote of another checkout (a git worktree: before/after)",
     )
+    parser.add_argument("--noop", action="store_true", help="run a play without tasks instead of the role")
     args = parser.parse_args()
     # The harness runs the playbook, plugins, lib/ and zygote client of this checkout; kubectl
     # and the virtualenv stay this one's.
@@ -253,6 +259,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="rcost-", dir="/tmp"))  # unix socket paths are short
     namespace = f"{NAMESPACE}-{os.getpid()}"
     proxy, kubeconfig = start_proxy(args.port, work)
+    if args.noop:
+        PLAYBOOK["path"] = work / "noop.yml"
+        PLAYBOOK["path"].write_text(NOOP)
     server, socket_path = start_server(work)
     try:
         kubectl("create", "namespace", namespace)
