@@ -4,20 +4,23 @@ Lists the objects of the given kinds that carry the job's selector labels, throu
 operator's proxy (answered from its informer cache). Runs inside the Ansible worker: no module
 process and no kubernetes client import, which is most of a task's cost.
 
-Arguments: ``namespace``, ``selector`` (label map), ``kinds`` (list of ``{apiVersion, kind,
-key[, cluster]}``; ``key`` names the list in the result; ``cluster: true`` lists a cluster-scoped
-kind whole, without the selector). A kind the cluster does not serve (a PodGroup CRD that is not
-installed) reads as empty. ``nodes_of_terminating_pods``: also read the node of every listed pod
-that is being deleted, into ``nodes`` (a node that does not exist is left out), so the engine can
-tell a lost node from a slow kubelet; no pod is terminating on most passes, and then nothing is read.
-``wake``: the job's last wake (``training_jobs.pod_signature.wake_of``); when the pods the cache
-gave disagree with a recent one (``disagrees_with_wake``: the cache lags the companion's watch,
-as after an API outage), the pods are listed again from the API server itself
-(``Client.past_proxy``), once.
+Arguments: ``reads``, the map ``training_job_observe_args`` returns (one argument, so Ansible
+templates it once), with these fields: ``namespace``, ``selector`` (label map), ``kinds`` (list of
+``{apiVersion, kind, key[, cluster]}``; ``key`` names the list in the result; ``cluster: true``
+lists a cluster-scoped kind whole, without the selector). A kind the cluster does not serve (a
+PodGroup CRD that is not installed) reads as empty. ``nodes_of_terminating_pods``: also read the
+node of every listed pod that is being deleted, into ``nodes`` (a node that does not exist is left
+out), so the engine can tell a lost node from a slow kubelet; no pod is terminating on most
+passes, and then nothing is read. ``wake``: the job's last wake
+(``training_jobs.pod_signature.wake_of``); when the pods the cache gave disagree with a recent one
+(``disagrees_with_wake``: the cache lags the companion's watch, as after an API outage), the pods
+are listed again from the API server itself (``Client.past_proxy``), once. ``config``: the
+operator's settings, templated once for the pass and handed on in the result. Without ``reads``,
+the task's own arguments are these fields.
 Returns: ``objects`` - a map from each ``key`` to the objects found; when the API server cannot be
 reached or answers 429/5xx, ``{"unavailable": <reason>}`` instead, and the engine plans a short
 retry rather than the task failing into the runtime's exponential backoff. ``pods_read_past_cache``
-says whether the pods came from the API server itself.
+says whether the pods came from the API server itself. ``config``: as given, for the apply task.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        args = self._task.args
+        args = self._task.args.get("reads") or self._task.args
         client = Client()
         objects = {}
         try:
@@ -65,11 +68,22 @@ class ActionModule(ActionBase):
                 objects["nodes"] = _nodes_of_terminating(client, objects.get("pods") or [])
         except (ApiError, OSError) as err:
             if unavailable(err):
-                return {**result, "changed": False, "objects": {UNAVAILABLE: str(err)}}
+                return {
+                    **result,
+                    "changed": False,
+                    "objects": {UNAVAILABLE: str(err)},
+                    "config": args.get("config"),
+                }
             return {**result, "failed": True, "msg": f"reading the job's objects failed: {err}"}
         finally:
             client.close()
-        return {**result, "changed": False, "objects": objects, "pods_read_past_cache": fresh is not None}
+        return {
+            **result,
+            "changed": False,
+            "objects": objects,
+            "pods_read_past_cache": fresh is not None,
+            "config": args.get("config"),
+        }
 
 
 def _pods_past_cache(args: dict, cached: list[dict] | None) -> list[dict] | None:

@@ -38,7 +38,11 @@ def _plain(value):
 
 
 def training_job_observe_args(cr, config=None):
-    return wrap_var(observe_args(_plain(cr), _plain(config or {})))
+    """The engine's reads, plus the settings (``config``) as templated here: the observe task
+    hands them on in its result, so the pass templates training_job_config (about twenty
+    templates and lookups) once, not once per task."""
+    settings = _plain(config or {})
+    return wrap_var({**observe_args(_plain(cr), settings), "config": settings})
 
 
 def training_job_plan(cr, observed, config=None, now=""):

@@ -67,6 +67,12 @@ PRELOAD = {
         "ansible.plugins.action.debug",
         "ansible.plugins.action.set_fact",
         "ansible.plugins.action.fail",
+        # Loaded by the first template with a filter, test or lookup, in each task's worker again
+        # (a worker is a fresh fork of the run's main process, which never templates them).
+        "ansible.plugins.filter.*",
+        "ansible.plugins.test.*",
+        "ansible.plugins.lookup.env",
+        "ansible.plugins.lookup.file",
     ],
 }
 
@@ -103,7 +109,72 @@ def cache_builtin_routing() -> None:
     _collection_finder._meta_yml_to_dict = cached
 
 
-WARM_UP = {"ansible-playbook": cache_builtin_routing}
+class _ParsedDocumentation:
+    """Stands in for ``AnsibleLoader`` in ``ansible.plugins.loader``, whose only use there is
+    ``_load_config_defs`` parsing a configurable plugin's DOCUMENTATION: for the plugins
+    preloaded here, the parse was done once in the template and each process takes its
+    copy-on-write result once (the caller merges doc fragments into it, so a second load in the
+    same process parses again). Any other text or file is parsed as before."""
+
+    parsed: dict[tuple[str, str], object] = {}
+    real: type
+
+    def __init__(self, stream, file_name=None, vault_secrets=None):
+        self.key = (stream, file_name)
+        self.args = (stream, file_name, vault_secrets)
+
+    def get_single_data(self):
+        if isinstance(self.key[0], str) and self.key in self.parsed:
+            return self.parsed.pop(self.key)
+        return self.real(*self.args).get_single_data()
+
+
+def cache_plugin_documentation() -> None:
+    """Every configurable plugin module imported so far: its DOCUMENTATION parsed as
+    ``_load_config_defs`` would (about 15 ms of each run's main process, ≈ 27 plugins)."""
+    from ansible import constants
+    from ansible.plugins import loader
+
+    _ParsedDocumentation.real = loader.AnsibleLoader
+    for name, module in list(sys.modules.items()):
+        parts = name.split(".")
+        if (
+            len(parts) != 4
+            or parts[:2] != ["ansible", "plugins"]
+            or parts[2] not in constants.CONFIGURABLE_PLUGINS
+        ):
+            continue
+        doc, path = getattr(module, "DOCUMENTATION", ""), getattr(module, "__file__", None)
+        if doc and path:
+            _ParsedDocumentation.parsed[(doc, path)] = loader.AnsibleLoader(
+                doc, file_name=path
+            ).get_single_data()
+    loader.AnsibleLoader = _ParsedDocumentation  # type: ignore[misc]
+
+
+def warm_playbook() -> None:
+    cache_builtin_routing()
+    cache_plugin_documentation()
+
+
+def encode_event_files_at_once() -> None:
+    """ansible-runner writes every event into its artifact directory with ``json.dump``, which
+    encodes in pure Python, chunk by chunk (CPython's C encoder serves ``json.dumps`` only): about
+    a quarter of ansible-runner's CPU in a reconcile whose events carry the job's objects. The
+    same text, encoded by ``json.dumps`` and written at once."""
+    import json
+    import types
+
+    from ansible_runner import runner
+
+    def dump(obj, fp, **kwargs):
+        fp.write(json.dumps(obj, **kwargs))
+
+    public = {name: getattr(json, name) for name in json.__all__}
+    runner.json = types.SimpleNamespace(**{**public, "dump": dump})  # type: ignore[attr-defined]
+
+
+WARM_UP = {"ansible-playbook": warm_playbook, "ansible-runner": encode_event_files_at_once}
 
 
 def warm(program: str) -> str:

@@ -1,11 +1,13 @@
 """The zygote runs the same Ansible: each case runs through the real ansible-runner and
 ansible-playbook and through the zygote (served by a warm template, checked per run), and the
 runtime must see the same thing - the same events in the same order with the same data (ids,
-times and pids aside), the same exit status, and no event after the process has exited.
+times and pids aside), the same exit status, and no event after the process has exited - and
+ansible-runner must write the same event files into the artifact directory.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +31,9 @@ def assert_same(real: harness.Result, zyg: harness.Result, alone: bool = True) -
     assert not real.late and not zyg.late, "an event arrived after the process exited"
     assert zyg.rc == real.rc
     assert zyg.normalized() == real.normalized()
+    # In the same order too (json.dumps of the lists: dict equality ignores key order).
+    assert json.dumps(zyg.event_files()) == json.dumps(real.event_files())
+    assert real.event_files(), "ansible-runner wrote its events into the artifact directory"
 
 
 @pytest.mark.parametrize(("name", "playbook", "cancel_on", "rc"), CASES, ids=[c[0] for c in CASES])

@@ -144,6 +144,18 @@ class Result:
     def normalized(self) -> list:
         return normalized(self.events, self.run_dir)
 
+    def event_files(self) -> list:
+        """The events ansible-runner wrote into the run's artifact directory (job_events/), as
+        ``normalized`` reads the posted ones: a template changes how they are written."""
+        events = []
+        for path in sorted((self.run_dir / "artifacts").glob("*/job_events/*.json")):
+            text = path.read_text(encoding="utf-8")
+            event = json.loads(text)
+            # Written as json.dump writes with its defaults (key order, separators, escapes).
+            assert json.dumps(event) == text, f"{path.name} is not as json.dump writes it"
+            events.append(event)
+        return normalized(events, self.run_dir)
+
 
 def delta(before: dict, after: dict) -> dict:
     return {program: after.get(program, 0) - before.get(program, 0) for program in after}
