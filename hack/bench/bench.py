@@ -309,6 +309,9 @@ def run_burst(
     time.sleep(1.0)  # the watches are open before the first job exists
     writes_before = apiserver_writes()
     before = op.snapshot()
+    # What the operator's tree holds between bursts (the first burst's: idle since its start,
+    # the zygote's warm templates included).
+    rss_before, pss_before = op.sampler.memory_bytes()
     op.sampler.reset_peak()
     custom = client.CustomObjectsApi()
     submitted: dict[str, float] = {}
@@ -339,6 +342,8 @@ def run_burst(
     result["run_for"] = run_for
     result["peak_rss_mib"] = round(peak / 2**20, 1)
     result["peak_pss_mib"] = round(peak_pss / 2**20, 1)
+    result["rss_before_mib"] = round(rss_before / 2**20, 1)
+    result["pss_before_mib"] = round(pss_before / 2**20, 1)
     kubectl("delete", "namespace", ns, "--wait=true", "--timeout=300s", check=False)
     log(
         f"{op.name} {scenario} x{n}: done {result['finished']}/{n}, "

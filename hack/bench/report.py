@@ -141,6 +141,12 @@ def reconcile_targets(results: dict) -> list[str]:
                 f"{b.get('recorded_running')}/{b['finished']}",
                 b.get("recorded_running") == b["finished"] == b["jobs"],
             )
+    first = next((b for b in results["bursts"] if b["target"] == "ours" and "rss_before_mib" in b), None)
+    if first:
+        lines.append(
+            f"| (for reference) the operator's tree idle, before its first burst | "
+            f"{first['rss_before_mib']:.0f} MiB RSS sum ({first['pss_before_mib']:.0f} MiB PSS) | |"
+        )
     return ["| target | measured | |", "|---|---|---|", *lines] if lines else []
 
 
