@@ -13,7 +13,8 @@
 #   hack/test.sh zygote-off  a representative part of the cluster tests with the operator run as
 #                        ANSIBLE_ZYGOTE=false (every other stage runs it with the zygote, the default)
 #   hack/test.sh real-node  the real node's stage alone (e2e runs it last): hack/real-node.sh up,
-#                        the operator, pytest -m real_node tests/node, hack/real-node.sh down
+#                        the operator, pytest -m real_node tests/cluster tests/node (the cluster
+#                        tests' real variants and the node's own tests), hack/real-node.sh down
 #                        (which fails if the machine changed). OPERATOR_NETNS=true runs the
 #                        operator of any stage in a network namespace of its own.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
@@ -268,7 +269,9 @@ real_node_tests() {
   hack/real-node.sh up >/dev/null
   start_operator "$artifacts/operator-real-node.log"
   local failed=0
-  pytest -q -m real_node tests/node -p no:cacheprovider || failed=1
+  # The cluster tests that take `node` run their real variants here (the cluster stage leaves them
+  # out: tests/cluster/conftest.py); tests/node is the node's own.
+  pytest -q -m real_node tests/cluster tests/node -p no:cacheprovider || failed=1
   stop_operator
   real_node_started=false
   hack/real-node.sh down || failed=1

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -214,6 +216,7 @@ class Watch:
 REAL_NODE = os.environ.get("REAL_NODE_IP", "127.0.2.1")
 REAL_NODE_LABEL = "ato.dev/real-node"
 REAL_NODE_IMAGE = "ato.local/busybox:local"
+REAL_NODE_PYTHON_IMAGE = "ato.local/python:local"
 
 
 def real_replica(script: str, policy=None, *, container="tensorflow", count=None) -> dict:
@@ -221,19 +224,132 @@ def real_replica(script: str, policy=None, *, container="tensorflow", count=None
     node: its exit code, output and restarts are the kubelet's, not a KWOK stage's."""
     spec: dict = {} if count is None else {"replicas": count}
     spec["template"] = {
-        "spec": {
-            "nodeSelector": {REAL_NODE_LABEL: "true"},
-            "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [
-                {
-                    "name": container,
-                    "image": REAL_NODE_IMAGE,
-                    "imagePullPolicy": "Never",
-                    "command": ["sh", "-c", script],
-                }
-            ],
-        }
+        "spec": {**on_real_node(), "containers": [real_container(container, ["sh", "-c", script])]}
     }
+    if policy:
+        spec["restartPolicy"] = policy
+    return spec
+
+
+def on_real_node() -> dict:
+    """The pod spec fields that place a pod on the real node: its label and its taint."""
+    return {
+        "nodeSelector": {REAL_NODE_LABEL: "true"},
+        "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+
+
+def real_container(name: str, command: list[str], image: str = REAL_NODE_IMAGE) -> dict:
+    # Images are imported by hack/real-node.sh, never pulled.
+    return {"name": name, "image": image, "imagePullPolicy": "Never", "command": command}
+
+
+# The two kinds of node a kubelet-semantics test runs on: KWOK's, where the stages of
+# hack/kwok/cluster.yaml play the container from annotations, and the real node, where a real
+# program does what the annotations describe. A test takes the `node` fixture
+# (tests/cluster/conftest.py); its real variant carries the real_node marker.
+KWOK, REAL = "kwok", "real"
+SIM = "sim.training.ato.dev/"
+# The real program that outgrows its memory limit: the kernel OOM-kills it at the limit.
+MEMORY_LIMIT = "50Mi"
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a test's containers do, whichever node runs them.
+
+    ``exit_code``: each container exits with it after ``run_for`` (a Go duration); ``None``: it
+    runs until deleted. ``on_sigterm``: ``"exit"`` ends it at once (0 for a program that would
+    exit 0, else 143), ``"ignore"`` leaves it running until the kubelet kills it when the grace
+    period is over (137). ``oom_after``: after this Go duration it allocates past its
+    ``MEMORY_LIMIT`` (137, ``OOMKilled``). ``graceful``: on KWOK, a deletion goes through SIGTERM
+    (``graceful-delete``) instead of removing the pod at once; a real kubelet always does that."""
+
+    exit_code: int | None = None
+    run_for: str = "1s"
+    on_sigterm: str = "exit"
+    oom_after: str | None = None
+    graceful: bool = False
+
+
+RUNS_UNTIL_DELETED = Program()
+
+
+def kwok_annotations(program: Program) -> dict[str, str]:
+    annotations = {}
+    if program.exit_code is not None:
+        annotations |= {SIM + "exit-code": str(program.exit_code), SIM + "run-for": program.run_for}
+    if program.graceful or program.on_sigterm == "ignore":
+        annotations[SIM + "graceful-delete"] = "true"
+    if program.on_sigterm == "ignore":
+        annotations[SIM + "ignore-sigterm"] = "true"
+    if program.oom_after:
+        annotations[SIM + "oom-after"] = program.oom_after
+    return annotations
+
+
+def seconds(duration: str) -> float:
+    """A Go duration such as ``1s``, ``10m`` or ``1m30s`` in seconds."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, f"not a Go duration: {duration}"
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def shell_program(program: Program) -> list[str]:
+    """busybox sh doing what ``program`` says. A trapped signal interrupts ``wait`` at once, not
+    a foreground ``sleep``: hence ``sleep & wait``."""
+    sigterm = {"exit": f"trap 'echo got SIGTERM; exit {0 if program.exit_code == 0 else 143}' TERM",
+               "ignore": "trap '' TERM"}[program.on_sigterm]  # fmt: skip
+    if program.exit_code is None:
+        body = "echo running until deleted; while :; do sleep 3600 & wait $!; done"
+    else:
+        wait = seconds(program.run_for)
+        body = f"echo exits {program.exit_code} after {wait:g}s; sleep {wait:g} & wait $!; exit {program.exit_code}"
+    return ["sh", "-c", f"{sigterm}; {body}"]
+
+
+def python_memory_hog(program: Program) -> list[str]:
+    """Python (the python image has no shell) that outgrows ``MEMORY_LIMIT`` by four times after
+    ``oom_after``; SIGTERM as ``program`` says (PID 1 would ignore it without a handler)."""
+    handler = "lambda *_: sys.exit(143)" if program.on_sigterm == "exit" else "signal.SIG_IGN"
+    code = (
+        f"import signal, sys, time; signal.signal(signal.SIGTERM, {handler}); "
+        f"print('allocating 200 MiB after {program.oom_after}', flush=True); "
+        f"time.sleep({seconds(program.oom_after or '0s')}); "
+        "hog = [bytearray(1 << 20) for _ in range(200)]; print('survived')"
+    )
+    return ["python3", "-c", code]
+
+
+def node_template(node: str, program: Program, containers=("tensorflow",)) -> dict:
+    """A pod template (metadata and spec, no restart policy) whose ``containers`` do what
+    ``program`` says: on KWOK by annotations for its stages, on the real node by a real program
+    in the node's local images, with the node's selector and toleration."""
+    resources = {"resources": {"limits": {"memory": MEMORY_LIMIT}}} if program.oom_after else {}
+    if node == KWOK:
+        return {
+            "metadata": {"annotations": kwok_annotations(program)},
+            "spec": {"containers": [{"name": c, "image": IMAGE, **resources} for c in containers]},
+        }
+    assert node == REAL, node
+    if program.oom_after:
+        command, image = python_memory_hog(program), REAL_NODE_PYTHON_IMAGE
+    else:
+        command, image = shell_program(program), REAL_NODE_IMAGE
+    return {
+        "metadata": {"annotations": {}},
+        "spec": {
+            **on_real_node(),
+            "containers": [real_container(c, command, image) | resources for c in containers],
+        },
+    }
+
+
+def node_replica(node: str, program: Program, policy=None, *, container="tensorflow", count=None) -> dict:
+    """``replica`` on either node: one replica spec whose pods do what ``program`` says."""
+    spec: dict = {} if count is None else {"replicas": count}
+    spec["template"] = node_template(node, program, (container,))
     if policy:
         spec["restartPolicy"] = policy
     return spec

@@ -1,6 +1,7 @@
 """The local cluster's kubelet simulation (hack/kwok/cluster.yaml) where a real kubelet (>= 1.27)
 matters to a controller: graceful deletion through a terminal phase, node-pressure eviction and OOM
-kills. Bare pods only: no operator needed."""
+kills. Bare pods only: no operator needed. The tests that take `node` also run on the real node
+(tests/cluster/conftest.py), which checks the stages against a real kubelet."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import UTC, datetime
 
 import kube
 import pytest
-from kube import kubectl, namespace_fixture, wait_for
+from kube import Program, kubectl, namespace_fixture, node_template, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -58,6 +59,16 @@ def create_pod(
         },
     }
     kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+    return name
+
+
+def create_node_pod(node: str, program: Program, restart_policy: str = "Never", containers=("main",)) -> str:
+    """A pod whose containers do what ``program`` says on ``node`` (kube.node_template)."""
+    name = f"{node}-{uuid.uuid4().hex[:8]}"
+    template = node_template(node, program, containers)
+    template["metadata"] |= {"name": name, "namespace": NS}
+    template["spec"]["restartPolicy"] = restart_policy
+    kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "Pod", **template}))
     return name
 
 
@@ -113,10 +124,12 @@ def test_plain_delete_removes_the_pod_at_once():
     assert time.monotonic() - start < 30, "a pod without graceful-delete ignores its grace period"
 
 
-def test_graceful_delete_goes_through_failed_with_sigterm_exit():
-    """As the real kubelet (tests/node): SIGTERM at once, so a program that handles it is gone
-    long before its grace period is over."""
-    name = create_pod({"graceful-delete": "true"}, restart_policy="OnFailure", containers=("main", "side"))
+def test_graceful_delete_goes_through_failed_with_sigterm_exit(node):
+    """As the real kubelet: SIGTERM at once, so a program that handles it is gone long before its
+    grace period is over."""
+    name = create_node_pod(
+        node, Program(graceful=True), restart_policy="OnFailure", containers=("main", "side")
+    )
     wait_running(name)
     watch = watch_pod(name)
     deleted_at = delete(name, grace=30)
@@ -147,10 +160,10 @@ def test_graceful_delete_goes_through_failed_with_sigterm_exit():
     assert gone_after < 30, gone_after
 
 
-def test_graceful_delete_of_a_container_ignoring_sigterm_kills_it_when_the_grace_period_ends():
-    """As the real kubelet (tests/node): a container that ignores SIGTERM runs out its grace
-    period, then is killed (137)."""
-    name = create_pod({"graceful-delete": "true", "ignore-sigterm": "true"}, restart_policy="OnFailure")
+def test_graceful_delete_of_a_container_ignoring_sigterm_kills_it_when_the_grace_period_ends(node):
+    """As the real kubelet: a container that ignores SIGTERM runs out its grace period, then is
+    killed (137)."""
+    name = create_node_pod(node, Program(on_sigterm="ignore"), restart_policy="OnFailure")
     wait_running(name)
     watch = watch_pod(name)
     deleted_at = delete(name, grace=3)
@@ -167,9 +180,9 @@ def test_graceful_delete_of_a_container_ignoring_sigterm_kills_it_when_the_grace
     assert gone_after >= 2.5, gone_after
 
 
-def test_graceful_delete_of_a_container_exiting_zero_succeeds():
-    # run-for keeps pod-finish from ending the pod before the deletion.
-    name = create_pod({"graceful-delete": "true", "exit-code": "0", "run-for": "10m"})
+def test_graceful_delete_of_a_container_exiting_zero_succeeds(node):
+    # run-for keeps the container (pod-finish on KWOK) from ending before the deletion.
+    name = create_node_pod(node, Program(exit_code=0, run_for="10m", graceful=True))
     wait_running(name)
     watch = watch_pod(name)
     delete(name, grace=2)
@@ -184,8 +197,8 @@ def test_graceful_delete_of_a_container_exiting_zero_succeeds():
     assert terminated(status)["reason"] == "Completed"
 
 
-def test_graceful_delete_of_a_finished_pod_just_removes_it():
-    name = create_pod({"graceful-delete": "true", "exit-code": "3", "run-for": "1s"})
+def test_graceful_delete_of_a_finished_pod_just_removes_it(node):
+    name = create_node_pod(node, Program(exit_code=3, run_for="1s", graceful=True))
     wait_for(lambda: phase(name) == "Failed", what=f"{name} Failed")
     watch = watch_pod(name)
     start = time.monotonic()
@@ -247,8 +260,8 @@ def test_eviction_fails_the_pod_and_keeps_it():
     assert phase(name) == "Failed", "the evicted pod object stays"
 
 
-def test_oom_kill_with_restart_policy_never_fails_the_pod():
-    name = create_pod({"oom-after": "1s"}, containers=("main", "side"))
+def test_oom_kill_with_restart_policy_never_fails_the_pod(node):
+    name = create_node_pod(node, Program(oom_after="1s"), containers=("main", "side"))
     wait_for(lambda: phase(name) == "Failed", what=f"{name} OOM-killed")
     status = pod(name)["status"]
     assert "reason" not in status, "an OOM kill is no eviction"
@@ -259,14 +272,22 @@ def test_oom_kill_with_restart_policy_never_fails_the_pod():
         assert "running" not in container["state"]
 
 
-def test_oom_kill_with_restart_policy_on_failure_restarts_in_place():
-    name = create_pod({"oom-after": "1s"}, restart_policy="OnFailure", containers=("main", "side"))
+def test_oom_kill_with_restart_policy_on_failure_restarts_in_place(node):
+    # 5 s between kills: a real container restarted after its first kill is seen running (the
+    # kubelet's back-off holds it between the later ones).
+    name = create_node_pod(
+        node, Program(oom_after="5s"), restart_policy="OnFailure", containers=("main", "side")
+    )
     wait_running(name)
     restarted = wait_for(
         lambda: (
-            (p := pod(name)) and all(s["restartCount"] >= 1 for s in p["status"]["containerStatuses"]) and p
+            (p := pod(name))
+            and all(
+                s["restartCount"] >= 1 and "running" in s["state"] for s in p["status"]["containerStatuses"]
+            )
+            and p
         ),
-        what=f"{name} restarted after OOM",
+        what=f"{name} restarted after OOM and running again",
     )
     assert restarted["status"]["phase"] == "Running"
     assert {s["name"] for s in restarted["status"]["containerStatuses"]} == {"main", "side"}

@@ -1,6 +1,8 @@
 """Job lifecycle against the running operator: restart policies, backoff, deadline, TTL,
 clean-pod policy, suspend/resume and events. Pods get their fate from KWOK annotations in the
-job's pod templates, so every outcome is driven through real pod phases."""
+job's pod templates, so every outcome is driven through real pod phases. The tests that take
+`node` also run on the real node, where real containers exit, restart and are killed
+(tests/cluster/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,18 @@ from datetime import datetime
 
 import kube
 import pytest
-from kube import FINISHED, ROOT, get, kubectl, namespace_fixture, replica, wait_for
+from kube import (
+    FINISHED,
+    REAL,
+    ROOT,
+    Program,
+    get,
+    kubectl,
+    namespace_fixture,
+    node_replica,
+    replica,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -51,9 +64,16 @@ def restarts(pod_name):
     return sum(s.get("restartCount", 0) for s in p.get("status", {}).get("containerStatuses") or [])
 
 
+def events(name):
+    return get("events", "-n", NS, "--field-selector", f"involvedObject.name={name}")["items"]
+
+
 def event_reasons(name):
-    events = get("events", "-n", NS, "--field-selector", f"involvedObject.name={name}")["items"]
-    return {e["reason"] for e in events}
+    return {e["reason"] for e in events(name)}
+
+
+def container_status(pod_name):
+    return ((pod(pod_name) or {}).get("status", {}).get("containerStatuses") or [{}])[0]
 
 
 def unique(prefix):
@@ -78,34 +98,54 @@ def ts(value):
         ("ExitCode", 130, "recreated"),
     ],
 )
-def test_restart_matrix(policy, code, expect):
-    name = tfjob(unique(f"rm-{policy.lower()}-{code}"), {"Worker": replica(code, policy=policy)})
+def test_restart_matrix(node, policy, code, expect):
+    program = Program(exit_code=code)
+    name = tfjob(unique(f"rm-{policy.lower()}-{code}"), {"Worker": node_replica(node, program, policy)})
     worker = f"{name}-worker-0"
+    first = wait_for(lambda: (pod(worker) or {}).get("metadata", {}).get("uid"), what=worker)
     if expect in ("Succeeded", "Failed"):
-        first = wait_for(lambda: (pod(worker) or {}).get("metadata", {}).get("uid"), what=worker)
         wait_for(lambda: state(name) == expect, what=f"{name} {expect}")
         assert restarts(worker) == 0
         assert pod(worker)["metadata"]["uid"] == first  # not recreated: the finished pod is still there
+        terminated = container_status(worker)["state"]["terminated"]
+        assert (terminated["exitCode"], terminated["reason"]) == (code, "Error" if code else "Completed")
         assert not condition(name, "Restarting")
     elif expect == "restarted":
-        # The kubelet restarts the container in place; the pod and the job keep running.
-        wait_for(lambda: restarts(worker) >= 2, what=f"{worker} restarted in place")
-        wait_for(lambda: state(name) == "Running", what=f"{name} running")
-        assert pod(worker)["status"]["phase"] == "Running"
+        assert_restarted_in_place(node, name, worker, first, code)
     else:
-        first_uid = wait_for(lambda: (pod(worker) or {}).get("metadata", {}).get("uid"), what="first pod")
         wait_for(
-            lambda: (pod(worker) or {}).get("metadata", {}).get("uid") not in (None, first_uid),
+            lambda: (pod(worker) or {}).get("metadata", {}).get("uid") not in (None, first),
             what=f"{worker} recreated by the operator",
         )
         assert "TFJobRestarting" in event_reasons(name)
-        assert "ExitedWithCode" in event_reasons(name)
+        # The operator read the container's own exit code (on the real node no annotation gave it).
+        exited = [e["message"] for e in events(name) if e["reason"] == "ExitedWithCode"]
+        assert f"Pod: {NS}.{worker} exited with code {code}" in exited
 
 
-def test_backoff_limit_counts_exit_code_recreations():
+def assert_restarted_in_place(node, name, worker, uid, code):
+    """The kubelet restarts the container in place (the real one after its back-off: 10 s, then
+    20 s); the pod and the job keep running."""
+    wait_for(lambda: restarts(worker) >= 2, what=f"{worker} restarted in place")
+    wait_for(lambda: state(name) == "Running", what=f"{name} running")
+    current = pod(worker)
+    assert current["metadata"]["uid"] == uid, "restarted in place, not recreated"
+    assert current["status"]["phase"] == "Running"
+    last = container_status(worker)["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"]) == (code, "Error" if code else "Completed")
+    if node == REAL:
+        # The kubelet keeps one dead container per container: --previous shows what it printed.
+        wait_for(
+            lambda: f"exits {code}" in kubectl("logs", "-n", NS, worker, "--previous", check=False).stdout,
+            what=f"{worker}'s previous container's log",
+        )
+    assert not condition(name, "Failed")
+
+
+def test_backoff_limit_counts_exit_code_recreations(node):
     name = tfjob(
         unique("backoff"),
-        {"Worker": replica(137, policy="ExitCode")},
+        {"Worker": node_replica(node, Program(exit_code=137), "ExitCode")},
         run_policy={"backoffLimit": 2},
     )
     wait_for(lambda: state(name) == "Failed", what=f"{name} fails by backoff")
@@ -114,9 +154,16 @@ def test_backoff_limit_counts_exit_code_recreations():
     assert job(name)["status"]["restartCount"] == 2
 
 
-def test_active_deadline_fires_on_time_with_nothing_else_happening():
-    name = tfjob(unique("deadline"), {"Worker": replica()}, run_policy={"activeDeadlineSeconds": 5})
+def test_active_deadline_fires_on_time_with_nothing_else_happening(node):
+    # cleanPodPolicy None (the default) would leave the pod, and a real container, running.
+    name = tfjob(
+        unique("deadline"),
+        {"Worker": node_replica(node, Program())},
+        run_policy={"activeDeadlineSeconds": 5, "cleanPodPolicy": "Running"},
+    )
     wait_for(lambda: state(name) == "Failed", what=f"{name} fails by deadline")
+    # Its running pod is deleted: the kubelet stops the container (SIGTERM) and the pod goes.
+    wait_for(lambda: pod(f"{name}-worker-0") is None, what=f"{name}'s running pod stopped and removed")
     status = job(name)["status"]
     late = (ts(status["completionTime"]) - ts(status["startTime"])).total_seconds()
     # Nothing wakes the job: its own requeue does, which waits its turn in the TFJob queue that

@@ -1,7 +1,8 @@
 """What a real cluster does that a kind simulator hides, against the running operator: pods that
 turn Failed (143) while they are being deleted, evictions, quotas that refuse creates, an
 external manager, odd input and huge jobs. Each test names the issue item it reproduces; the
-pods' fate comes from the KWOK stages' annotations (README, "Local cluster")."""
+pods' fate comes from the KWOK stages' annotations (README, "Local cluster"); the tests that take
+`node` also run on the real node, with real containers (tests/cluster/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from datetime import UTC, datetime
 import kube
 import pytest
 from kube import (
+    Program,
     finish_job_pods,
     finish_pod,
     get,
     job_pods,
     kubectl,
     namespace_fixture,
+    node_replica,
     reconcile_finished,
     replica,
     wait_for,
@@ -27,7 +30,6 @@ from test_lifecycle import unique
 pytestmark = pytest.mark.cluster
 
 NS = "ato-real-cluster"
-GRACEFUL = "sim.training.ato.dev/graceful-delete"
 EVICT_AFTER = "sim.training.ato.dev/evict-after"
 
 namespace = namespace_fixture(NS)
@@ -76,34 +78,43 @@ def uid(name):
     return ((pod(name) or {}).get("metadata") or {}).get("uid")
 
 
+def started(name):
+    statuses = ((pod(name) or {}).get("status") or {}).get("containerStatuses") or [{}]
+    return all(s.get("started") for s in statuses)
+
+
 @pytest.mark.parametrize("policy", ["Never", "ExitCode", "OnFailure"])
-def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(policy):
+def test_2_1_a_pod_deleted_by_kubectl_is_replaced_not_a_failure(node, policy):
     """Kubelets >= 1.27 turn a deleted pod Failed (143) before it goes: not a failure."""
-    worker = with_annotations(replica(policy=policy), **{GRACEFUL: "true"})
+    worker = node_replica(node, Program(graceful=True), policy, count=2)
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 3
-    name = tfjob(unique(f"deleted-{policy.lower()}"), {"Worker": {**worker, "replicas": 2}})
+    name = tfjob(unique(f"deleted-{policy.lower()}"), {"Worker": worker})
     wait_for(lambda: state(name) == "Running", what=f"{name} running")
     victim = f"{name}-worker-1"
-    before = uid(victim)
+    before = wait_for(lambda: started(victim) and uid(victim), what=f"{victim} started")
+    # A real kubelet removes the pod within a moment of its Failed: a watch sees that moment.
+    watch = kube.Watch("pod", victim, NS)
     kubectl("delete", "pod", "-n", NS, victim, "--wait=false")
-    wait_for(
-        lambda: (
-            (p := pod(victim))
-            and p["status"].get("phase") == "Failed"
-            and p["metadata"].get("deletionTimestamp")
-        ),
-        what="the deleted pod Failed with 143 while it still exists",
-    )
     wait_for(lambda: uid(victim) not in (None, before), what=f"{victim} recreated")
+    failed_while_deleted = [
+        p
+        for _, p in watch.events()
+        if p["metadata"]["uid"] == before
+        and p["metadata"].get("deletionTimestamp")
+        and p["status"]["phase"] == "Failed"
+    ]
+    assert failed_while_deleted, "the deleted pod Failed while it still existed"
+    terminated = failed_while_deleted[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 143
     assert state(name) == "Running", status(name)
     assert not condition(name, "Failed")
     assert not status(name).get("restartCount")
 
 
-def test_2_1_scale_down_never_fails_the_job():
-    worker = with_annotations(replica(policy="Never"), **{GRACEFUL: "true"})
+def test_2_1_scale_down_never_fails_the_job(node):
+    worker = node_replica(node, Program(graceful=True), "Never", count=3)
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 2
-    name = tfjob(unique("scaledown"), {"Worker": {**worker, "replicas": 3}})
+    name = tfjob(unique("scaledown"), {"Worker": worker})
     wait_for(lambda: state(name) == "Running", what=f"{name} running")
     kubectl(
         "patch",
