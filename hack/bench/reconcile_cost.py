@@ -160,7 +160,13 @@ def one_pass(work: Path, name: str, env: dict, cr: dict, path_first: list[str]) 
     if proc.returncode != 0 or "playbook_on_stats" not in names:
         sys.exit(f"{name} failed (rc {proc.returncode}):\n{output.decode(errors='replace')}")
     changed = sum(1 for e in sink.events if (e.get("event_data") or {}).get("res", {}).get("changed"))
-    return {"client": usage.ru_utime + usage.ru_stime, "events": len(names), "changed": changed}
+    stream = harness.normalized(sink.events, run_dir)
+    return {
+        "client": usage.ru_utime + usage.ru_stime,
+        "events": len(names),
+        "changed": changed,
+        "stream": stream,
+    }
 
 
 def measured_pass(work: Path, name: str, env: dict, cr: dict, zygote: bool, server_pid: int) -> dict:
@@ -195,6 +201,9 @@ def compare(work: Path, env: dict, cr: dict, server_pid: int, runs: int) -> None
         for zygote in (False, True):
             results[zygote].append(measured_pass(work, f"run-{i}-{int(zygote)}", env, cr, zygote, server_pid))
     what = "a play without tasks" if PLAYBOOK["path"] else "roles/tfjob, a pass that changes nothing"
+    # The runtime must see the same thing either way (ids, times, pids and the run's name aside).
+    same = sum(r["stream"] == results[False][0]["stream"] for r in results[True] + results[False])
+    print(f"event streams equal to the first pass without the zygote: {same} of {2 * runs}")
     print(f"CPU s per reconcile of {what}, min / median of {runs}:")
     for zygote, label in ((False, "ANSIBLE_ZYGOTE=false"), (True, "zygote on")):
         rows = results[zygote]

@@ -117,6 +117,8 @@ def instrument_worker() -> None:
     timed(PluginLoader, "_load_config_defs", "plugin documentation parsed")
     timed(PluginLoader, "_load_module_source", "plugin modules imported")
     timed(jinja2.Environment, "from_string", "Jinja templates compiled")
+    # Called only when the zygote's compiled-template cache has no entry (jinja_cache).
+    timed(jinja2.Environment, "_parse", "Jinja templates parsed (not in the zygote's cache)")
     _instrument_handler_run()
     _instrument_our_filters()
 
@@ -140,14 +142,20 @@ def _instrument_our_filters() -> None:
 
     original = PluginLoader._load_module_source
 
-    def load(self, name, path):
-        module = original(self, name, path)
+    def profile_filters(module) -> None:
         if hasattr(module, "training_job_plan") and not hasattr(module, "_profiled"):
             module._profiled = True
             timed(module, "training_job_plan", "the plan filter (engine)")
             timed(module, "training_job_observe_args", "the observe_args filter (engine)")
+
+    def load(self, name, path):
+        module = original(self, name, path)
+        profile_filters(module)
         return module
 
+    # The zygote's template may have imported it already (template.preload_project_plugins).
+    for module in list(sys.modules.values()):
+        profile_filters(module)
     PluginLoader._load_module_source = load
 
 
