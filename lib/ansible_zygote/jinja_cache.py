@@ -19,15 +19,19 @@ What Jinja's compiler reads besides the source, and so what a cached entry must 
   a lookup resolves the names again in the asking environment and serves only if all match.
 Anything else - a new source, other settings, a filter that resolves elsewhere or whose file
 changed - is compiled by Jinja as before, and not cached (only the template process fills it).
+Jinja also calls a filter or test while compiling when its arguments are constants (constant
+folding): such a source is never cached (:func:`precompile`), so no value a filter computed is
+reused across runs.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from types import CodeType
 
-from jinja2 import nodes
+from jinja2 import Environment, nodes
 from jinja2.utils import _PassArg
 
 # (source, compile arguments, environment settings) -> (code, ((kind, name, resolution), ...)).
@@ -128,14 +132,50 @@ def cached_compile(original):
     return compile
 
 
+def _probe(env, tree: nodes.Template, calls: list) -> Environment:
+    """A copy of ``env`` whose filters and tests (those the tree uses) note each call: the
+    compiler calls one only to fold it over constant arguments."""
+
+    def traced(func):
+        @functools.wraps(func)  # keeps the pass-argument kind the compiler reads
+        def call(*args, **kwargs):
+            calls.append(func)
+            return func(*args, **kwargs)
+
+        return call
+
+    probe = object.__new__(type(env))
+    probe.__dict__.update(env.__dict__)
+    probe.filters, probe.tests = {}, {}
+    for kind, node_type, mapping in (
+        ("filters", nodes.Filter, env.filters),
+        ("tests", nodes.Test, env.tests),
+    ):
+        for name in {n.name for n in tree.find_all(node_type)}:
+            func = mapping.get(name)
+            if func is not None:
+                getattr(probe, kind)[name] = traced(func)
+    return probe
+
+
 def precompile(env, source: str) -> bool:
-    """Compile one source as ``Environment.from_string`` would, and keep it; False if Jinja
-    rejects it (then every run compiles it, and fails, as before)."""
+    """Compile one source as ``Environment.from_string`` would, and keep it. Not kept (each run
+    compiles it as before): a source Jinja rejects; one whose compilation called a filter or test
+    (constant folding: ``{{ 6 | random }}`` is folded to a number at each compile, so a cached
+    one would be the same number in every run); any environment with extensions (their parsing
+    is their own code)."""
+    if env.extensions:
+        return False
+    calls: list = []
     try:
         tree = env._parse(source, None, None)
         dependencies = _dependencies(env, tree)
-        code = env._compile(env._generate(tree, None, None, defer_init=False), "<template>")
+        code = env._compile(
+            _probe(env, tree, calls)._generate(tree, None, None, defer_init=False), "<template>"
+        )
     except Exception:  # whatever Jinja rejects is left to the run
+        return False
+    if calls:
         return False
     _compiled[_key(env, source, None, None, False)] = (code, dependencies)
     return True
