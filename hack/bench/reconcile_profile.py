@@ -142,21 +142,28 @@ def _instrument_our_filters() -> None:
 
     original = PluginLoader._load_module_source
 
-    def profile_filters(module) -> None:
+    def load(self, name, path):
+        module = original(self, name, path)
         if hasattr(module, "training_job_plan") and not hasattr(module, "_profiled"):
             module._profiled = True
             timed(module, "training_job_plan", "the plan filter (engine)")
             timed(module, "training_job_observe_args", "the observe_args filter (engine)")
-
-    def load(self, name, path):
-        module = original(self, name, path)
-        profile_filters(module)
         return module
 
-    # The zygote's template may have imported it already (template.preload_project_plugins).
-    for module in list(sys.modules.values()):
-        profile_filters(module)
     PluginLoader._load_module_source = load
+    # The zygote's template has loaded them already (template.preload_project_plugins): each
+    # run takes the function from the loader's wrapper, not from the module.
+    from ansible.plugins.loader import filter_loader
+
+    engine = {
+        "training_job_plan": "the plan filter (engine)",
+        "training_job_observe_args": "the observe_args filter (engine)",
+    }
+    for wrapper in filter_loader._cached_non_collection_wrappers.values():
+        name = getattr(wrapper._function, "__name__", "")
+        if name in engine and not hasattr(wrapper, "_profiled"):
+            wrapper._profiled = True
+            timed(wrapper, "_function", engine[name])
 
 
 def main() -> None:
