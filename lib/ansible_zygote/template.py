@@ -256,12 +256,40 @@ def project_files() -> list[list]:
     return [[i[0], None] if i[2] >= STARTED_NS else i for i in identities]
 
 
+def preload_project() -> None:
+    preload_project_plugins()
+    precompile_project_templates()
+
+
+def project_preload_is_clean() -> bool:
+    """Preloading runs the project's code: a plugin that fails to import would end the template
+    (and the next one, at every run), one that warns would make it decline. Try it first in a
+    throwaway fork; if it raised or printed anything, the template does without it and each run
+    imports and compiles as before (and shows the error or warning itself)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            with tempfile.TemporaryFile() as captured:
+                os.dup2(captured.fileno(), 1)
+                os.dup2(captured.fileno(), 2)
+                preload_project()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                code = 0 if os.fstat(captured.fileno()).st_size == 0 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 def warm_playbook() -> None:
     cache_builtin_routing()
     cache_plugin_documentation()
-    if os.environ.get("ANSIBLE_ZYGOTE_PRELOAD_PROJECT", "true") != "false":
-        preload_project_plugins()
-        precompile_project_templates()
+    if os.environ.get("ANSIBLE_ZYGOTE_PRELOAD_PROJECT", "true") != "false" and project_preload_is_clean():
+        preload_project()
 
 
 def encode_event_files_at_once() -> None:

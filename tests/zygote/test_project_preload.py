@@ -102,3 +102,21 @@ def test_an_edited_filter_plugin_takes_effect(project, server, work):
     real, zyg = greet(work, root, env, "plugin-after")
     assert "goodbye, job" in real.output
     assert_same(real, zyg)
+
+
+def test_a_broken_plugin_leaves_the_template_serving(project, server, work):
+    """An action plugin that cannot be imported (no task uses it, so the real run never loads
+    it): preloading it would end the template, so the template does without the preload, and
+    still serves every run as the real programs run it."""
+    root, env = project
+    _, log, _ = server
+    broken = root / "broken_action_plugins"
+    broken.mkdir(exist_ok=True)
+    (broken / "unfinished.py").write_text("def unfinished(:\n")
+    env = {**env, "ANSIBLE_ACTION_PLUGINS": f"{broken}:{env['ANSIBLE_ACTION_PLUGINS']}"}
+    ready = ready_templates(log)
+    harness.run(work, "broken-warm-up", root / "playbooks" / "greet.yml", env, zygote=True)
+    wait_for_templates(log, ready + 2)
+    real, zyg = greet(work, root, env, "broken-plugin")
+    assert real.rc == 0, real.output
+    assert_same(real, zyg)
