@@ -117,6 +117,8 @@ def instrument_worker() -> None:
     timed(PluginLoader, "_load_config_defs", "plugin documentation parsed")
     timed(PluginLoader, "_load_module_source", "plugin modules imported")
     timed(jinja2.Environment, "from_string", "Jinja templates compiled")
+    # Called only when the zygote's compiled-template cache has no entry (jinja_cache).
+    timed(jinja2.Environment, "_parse", "Jinja templates parsed (not in the zygote's cache)")
     _instrument_handler_run()
     _instrument_our_filters()
 
@@ -149,6 +151,19 @@ def _instrument_our_filters() -> None:
         return module
 
     PluginLoader._load_module_source = load
+    # The zygote's template has loaded them already (template.preload_project_plugins): each
+    # run takes the function from the loader's wrapper, not from the module.
+    from ansible.plugins.loader import filter_loader
+
+    engine = {
+        "training_job_plan": "the plan filter (engine)",
+        "training_job_observe_args": "the observe_args filter (engine)",
+    }
+    for wrapper in filter_loader._cached_non_collection_wrappers.values():
+        name = getattr(wrapper._function, "__name__", "")
+        if name in engine and not hasattr(wrapper, "_profiled"):
+            wrapper._profiled = True
+            timed(wrapper, "_function", engine[name])
 
 
 def main() -> None:

@@ -119,6 +119,8 @@ class Template:
     control: socket.socket
     ready: bool = False
     served: int = 0
+    # Identities of the project files the template imported (its plugins, lib/): see stale().
+    watched: list = field(default_factory=list)
     used: float = field(default_factory=time.monotonic)
 
 
@@ -187,12 +189,28 @@ class Server:
         uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
         key = fingerprint(request) if uid == os.getuid() and len(fds) == 3 else None
         template = self.templates.get(key) if key else None
+        if template is not None and template.ready and self.stale(template):
+            template = None
         if template is not None and template.ready and self.hand_over(template, conn, request, fds):
             return
         with contextlib.suppress(OSError):
             wire.send(conn, {"exec": "no warm template for this environment"})
         if key and key not in self.templates and key not in self.declined:
             self.add_template(key, request)
+
+    def stale(self, template: Template) -> bool:
+        """A project file the template imported has changed since (an edited plugin): the
+        template and its warming successor are retired, and the run falls back like any other
+        changed fingerprint, so the edit is seen from this run on."""
+        changed = [w[0] for w in template.watched if file_identity(w[0]) != w]
+        if not changed:
+            return False
+        log(f"retiring template pid {template.proc.pid}: {', '.join(changed)} changed")
+        successor = self.successors.get(template.key)
+        self.forget(template)
+        if successor is not None:
+            self.forget(successor)
+        return True
 
     def hand_over(self, template: Template, conn: socket.socket, request: dict, fds: list[int]) -> bool:
         try:
@@ -244,10 +262,12 @@ class Server:
                 log(f"retiring template pid {old.proc.pid} after {old.served} runs")
                 self.forget(old)
             del self.successors[template.key]
+            template.watched = message.get("watched", [])
             template.ready = True
             self.templates[template.key] = template
             log(f"template pid {template.proc.pid} ready (a successor)")
         else:
+            template.watched = message.get("watched", [])
             template.ready = True
             log(f"template pid {template.proc.pid} ready")
 

@@ -26,6 +26,11 @@ import signal
 import socket
 import sys
 import tempfile
+import time
+
+# A project file modified after this moment may have been imported before or after its edit: it
+# is reported as changed, so the server replaces this template at once (see project_files).
+STARTED_NS = time.time_ns()
 
 # What each program's script imports, and the plugins ansible-playbook loads in every run (the
 # callback loader imports every callback; the plugin loader reuses a module already in
@@ -152,9 +157,139 @@ def cache_plugin_documentation() -> None:
     loader.AnsibleLoader = _ParsedDocumentation  # type: ignore[misc]
 
 
+# Keys whose string is a bare Jinja expression that ansible-core wraps before templating it
+# (ansible.playbook.conditional: the wrapper below is 2.18's).
+CONDITIONALS = ("when", "changed_when", "failed_when", "until")
+CONDITIONAL_WRAPPER = (
+    "{{% set __cres = {} %}}{{{{ [true if __cres else false, __cres.__class__.__name__] }}}}"
+)
+
+
+def project_roots() -> list[str]:
+    """The configured roles directories and, beside each, the project's ``playbooks``."""
+    from ansible import constants
+
+    roots = []
+    for roles in constants.DEFAULT_ROLES_PATH:
+        roots += [roles, os.path.join(os.path.dirname(os.path.abspath(roles)), "playbooks")]
+    return [root for root in roots if os.path.isdir(root)]
+
+
+def template_strings(value, key: str = ""):
+    """Every string of a parsed YAML document, and for conditional keys their wrapped form."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from template_strings(v, str(k))
+    elif isinstance(value, list):
+        for item in value:
+            yield from template_strings(item, key)
+    elif isinstance(value, str):
+        yield value
+        if key in CONDITIONALS:
+            yield CONDITIONAL_WRAPPER.format(value)
+
+
+def project_yaml_documents():
+    import yaml
+
+    for root in project_roots():
+        for directory, _, files in os.walk(root):
+            for name in sorted(files):
+                if not name.endswith((".yml", ".yaml")):
+                    continue
+                try:
+                    with open(os.path.join(directory, name), encoding="utf-8") as f:
+                        yield yaml.load(f, Loader=yaml.CSafeLoader)
+                except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                    continue
+
+
+def precompile_project_templates() -> int:
+    """Compile the template strings of the project's playbooks and roles as a run's Templar would
+    (``Templar.do_template``: backslashes escaped, ``from_string``), once for every run."""
+    from ansible import template as ansible_template
+
+    from ansible_zygote import jinja_cache
+
+    jinja_cache.install(ansible_template.AnsibleEnvironment)
+    env = ansible_template.Templar(loader=None).environment
+    done = 0
+    for document in project_yaml_documents():
+        for text in template_strings(document):
+            if ansible_template.is_possibly_template(text, env) and not text.startswith("#jinja2:"):
+                done += jinja_cache.precompile(env, ansible_template._escape_backslashes(text, env))
+    return done
+
+
+def preload_project_plugins() -> None:
+    """Import the configured action and filter plugins (and the ``lib/`` modules they import) as
+    a run's loader would: its workers then find them imported. The server checks before every
+    run that none of the files imported here changed (:func:`project_files`)."""
+    from ansible import constants
+    from ansible.plugins.loader import action_loader, filter_loader
+
+    for directory in constants.DEFAULT_ACTION_PLUGIN_PATH:
+        for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
+            if name.endswith(".py") and not name.startswith("_"):
+                action_loader.get(name[:-3], class_only=True)
+    list(filter_loader.all())
+
+
+def project_files() -> list[list]:
+    """The identity of every imported module file that is neither Python's, the environment's
+    (ansible-core and the rest of site-packages are in the fingerprint through the programs'
+    scripts) nor the zygote's own: the project's plugins and ``lib/``."""
+    from ansible_zygote.server import file_identity
+
+    installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    ours = os.path.dirname(os.path.realpath(__file__)) + os.sep
+    files = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if not real.startswith((ours, *installed)):
+            files.add(real)
+    identities = [identity for identity in map(file_identity, sorted(files)) if identity]
+    # Edited while this template was importing it: which version it has is unknown.
+    return [[i[0], None] if i[2] >= STARTED_NS else i for i in identities]
+
+
+def preload_project() -> None:
+    preload_project_plugins()
+    precompile_project_templates()
+
+
+def project_preload_is_clean() -> bool:
+    """Preloading runs the project's code: a plugin that fails to import would end the template
+    (and the next one, at every run), one that warns would make it decline. Try it first in a
+    throwaway fork; if it raised or printed anything, the template does without it and each run
+    imports and compiles as before (and shows the error or warning itself)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            with tempfile.TemporaryFile() as captured:
+                os.dup2(captured.fileno(), 1)
+                os.dup2(captured.fileno(), 2)
+                preload_project()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                code = 0 if os.fstat(captured.fileno()).st_size == 0 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 def warm_playbook() -> None:
     cache_builtin_routing()
     cache_plugin_documentation()
+    if os.environ.get("ANSIBLE_ZYGOTE_PRELOAD_PROJECT", "true") != "false" and project_preload_is_clean():
+        preload_project()
 
 
 def encode_event_files_at_once() -> None:
@@ -322,7 +457,7 @@ def main() -> None:
     # not walk it again in every run.
     gc.collect()
     gc.freeze()
-    wire.send(control, {"ready": True})
+    wire.send(control, {"ready": True, "watched": project_files()})
     Children(control).serve()
 
 
