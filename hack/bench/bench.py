@@ -205,6 +205,7 @@ class Operator:
         return {
             "reconciles": measure.histogram(samples, self.histogram, self.match),
             "cpu": self.sampler.cpu_seconds() if self.sampler else 0.0,
+            "cpu_parts": self.sampler.cpu_by_part() if self.sampler else {},
         }
 
 
@@ -449,7 +450,15 @@ def summarize(
         "min_writes_per_job": minimum / n,
         "writes_ratio": writes / minimum if minimum else None,
         "cpu_seconds": round(after["cpu"] - before["cpu"], 2),
+        "cpu_parts": cpu_parts(before, after),
     }
+
+
+def cpu_parts(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds each part of the operator's tree spent between two snapshots."""
+    parts = after.get("cpu_parts", {})
+    spent = {k: v - before.get("cpu_parts", {}).get(k, 0.0) for k, v in parts.items()}
+    return {k: round(v, 2) for k, v in sorted(spent.items()) if round(v, 2)}
 
 
 def floor_run(env: dict, out: Path, jobs: int) -> dict:
@@ -499,6 +508,11 @@ def floor_run(env: dict, out: Path, jobs: int) -> dict:
             "cpu_seconds_per_reconcile": (after["cpu"] - before["cpu"]) / hist["count"]
             if hist["count"]
             else None,
+            "cpu_parts_per_reconcile": {
+                k: round(v / hist["count"], 4) for k, v in cpu_parts(before, after).items()
+            }
+            if hist["count"]
+            else {},
         }
         log(f"floor: {result}")
         kubectl("delete", "namespace", floor_ns, "--wait=true", "--timeout=120s", check=False)

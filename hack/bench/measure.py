@@ -138,6 +138,41 @@ def quantiles(values: list[float]) -> dict:
     }
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# (marker in the command line, part of the process's own CPU, part of what it reaped), first
+# match wins. A process's time lands in the same part before and after its parent reaps it: the
+# runtime reaps the ansible-runner it starts (the zygote's client, or without the zygote the
+# real program and everything below it), a run of the zygote's ansible-runner reaps the
+# ansible-playbook client, a template the runs it forked.
+_PARTS = [
+    ("ansible_zygote/bin/ansible-runner", "runtime's children", "runtime's children"),
+    ("ansible_zygote/bin/ansible-playbook", "ansible-runner runs", "ansible-runner runs"),
+    ("template.py ansible-runner", "ansible-runner runs", "ansible-runner runs"),
+    ("template.py ansible-playbook", "ansible-playbook runs", "ansible-playbook runs"),
+    ("ansible_zygote", "zygote server", "zygote server"),
+    ("training_companion", "companion", "companion"),
+    ("ansible-runner", "runtime's children", "runtime's children"),
+    ("ansible-playbook", "runtime's children", "runtime's children"),
+    ("ansible-operator", "runtime (Go)", "runtime's children"),
+]
+
+
+def process_part(cmdline: str) -> tuple[str, str]:
+    """(part of a process's own CPU, part of its reaped children's) for the operator tree's
+    breakdown, from the process's command line."""
+    for marker, own, reaped in _PARTS:
+        if marker in cmdline:
+            return own, reaped
+    return "other", "other"
+
+
 class ProcessSampler:
     """CPU seconds and peak RSS of an operator and every process below it (ansible-runner,
     ansible-playbook, the job-metrics server, the Ansible zygote's server and its templates,
@@ -189,6 +224,17 @@ class ProcessSampler:
     def cpu_seconds(self) -> float:
         ticks = sum(sum(int(x) for x in f[11:15]) for f in self._tree().values())
         return ticks / self.tick
+
+    def cpu_by_part(self) -> dict[str, float]:
+        """The tree's CPU seconds by part (:func:`process_part`): a process's own time goes to
+        its part, the time of the children it has reaped to ``part_of_reaped`` (the runtime
+        reaps the ansible-runner it starts; a zygote template, the runs it forked)."""
+        parts: dict[str, float] = {}
+        for pid, f in self._tree().items():
+            own, reaped = process_part(_cmdline(pid))
+            parts[own] = parts.get(own, 0.0) + (int(f[11]) + int(f[12])) / self.tick
+            parts[reaped] = parts.get(reaped, 0.0) + (int(f[13]) + int(f[14])) / self.tick
+        return parts
 
     def memory_bytes(self) -> tuple[int, int]:
         """(RSS, PSS) summed over the tree. RSS counts pages a forked Ansible worker shares with

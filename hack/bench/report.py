@@ -105,6 +105,21 @@ def targets(results: dict) -> list[str]:
     return lines
 
 
+def parts_text(parts: dict[str, float], digits: int) -> str:
+    """The operator tree's CPU by part (measure.process_part), largest first."""
+    return ", ".join(f"{k} {v:.{digits}f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
+
+
+def cpu_by_part(results: dict) -> list[str]:
+    """Where each of our bursts' CPU went, per reconcile: the runtime, the runs, the companion."""
+    lines: list[str] = []
+    for b in results["bursts"]:
+        if b["target"] != "training-operator" and b.get("cpu_parts") and b["reconcile"]["count"]:
+            per = {k: v / b["reconcile"]["count"] for k, v in b["cpu_parts"].items()}
+            lines.append(f"- {b['scenario']}, {b['jobs']} jobs: {parts_text(per, 3)} CPU s per reconcile")
+    return lines
+
+
 def reconcile_targets(results: dict) -> list[str]:
     """Issue 27's targets (a reconcile in a tenth of the CPU), each measured and met / missed."""
     lines: list[str] = []
@@ -331,6 +346,8 @@ def main() -> None:
             f"{f(floor['cpu_seconds_per_reconcile'])} CPU s per reconcile over {f(floor['reconciles'], 0)} reconciles.",
             "",
         ]
+        if floor.get("cpu_parts_per_reconcile"):
+            md += [f"Its CPU s per reconcile by part: {parts_text(floor['cpu_parts_per_reconcile'], 3)}.", ""]
     if results["bursts"]:
         md += ["## Bursts", "", *rows(results), ""]
     t = targets(results)
@@ -339,6 +356,9 @@ def main() -> None:
     t = reconcile_targets(results)
     if t:
         md += ["## Targets of the reconcile's cost (issue 27)", "", *t, ""]
+    t = cpu_by_part(results)
+    if t:
+        md += ["## Our CPU by part", "", *t, ""]
     r = ratios(results)
     if r:
         md += ["## Ours / training-operator (TFJob)", "", *r, ""]

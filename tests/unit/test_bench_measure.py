@@ -121,3 +121,52 @@ def test_process_sampler_counts_a_long_lived_servers_reaped_children():
         os.waitpid(server, 0)
         for fd in (ready_r, ready_w, stop_r, stop_w):
             os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "own", "reaped"),
+    [
+        ("/repo/bin/ansible-operator run --watches-file w.yaml", "runtime (Go)", "runtime's children"),
+        (
+            "python3 -S /repo/lib/ansible_zygote/bin/ansible-runner run /tmp/x",
+            "runtime's children",
+            "runtime's children",
+        ),
+        (
+            "python3 -S /repo/lib/ansible_zygote/bin/ansible-playbook -i h p.yml",
+            "ansible-runner runs",
+            "ansible-runner runs",
+        ),
+        (
+            "python3 /repo/lib/ansible_zygote/template.py ansible-runner /v/bin/ansible-runner 5",
+            "ansible-runner runs",
+            "ansible-runner runs",
+        ),
+        (
+            "python3 /repo/lib/ansible_zygote/template.py ansible-playbook /v/bin/ansible-playbook 6",
+            "ansible-playbook runs",
+            "ansible-playbook runs",
+        ),
+        (
+            "python3 -m ansible_zygote --socket /tmp/s.sock --exit-with-pid 1",
+            "zygote server",
+            "zygote server",
+        ),
+        ("/bin/sh /repo/lib/ansible_zygote/supervise.sh 1 /tmp/s.sock", "zygote server", "zygote server"),
+        ("python3 -m training_companion --bind 127.0.0.1:8686", "companion", "companion"),
+        (
+            "/repo/.venv/bin/python3 /repo/.venv/bin/ansible-runner run /tmp/x",
+            "runtime's children",
+            "runtime's children",
+        ),
+        ("bash /repo/hack/run.sh", "other", "other"),
+    ],
+)
+def test_process_part_names_each_member_of_the_operator_tree(cmdline, own, reaped):
+    assert measure.process_part(cmdline) == (own, reaped)
+
+
+def test_cpu_by_part_adds_up_to_the_trees_cpu():
+    sampler = measure.ProcessSampler(os.getpid())
+    total, parts = sampler.cpu_seconds(), sampler.cpu_by_part()
+    assert sum(parts.values()) == pytest.approx(total, abs=0.05)
