@@ -309,7 +309,14 @@ def encode_event_files_at_once() -> None:
     runner.json = types.SimpleNamespace(**{**public, "dump": dump})  # type: ignore[attr-defined]
 
 
-WARM_UP = {"ansible-playbook": warm_playbook, "ansible-runner": encode_event_files_at_once}
+def warm_runner() -> None:
+    from ansible_zygote import event_post
+
+    encode_event_files_at_once()
+    event_post.install()
+
+
+WARM_UP = {"ansible-playbook": warm_playbook, "ansible-runner": warm_runner}
 
 
 def warm(program: str) -> str:

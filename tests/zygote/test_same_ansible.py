@@ -45,6 +45,16 @@ def test_same_events(warm, work, name, playbook, cancel_on, rc):
     assert_same(real, zyg)
 
 
+def test_events_posted_over_one_connection(warm, work):
+    """The zygote's ansible-runner posts a run's events over one kept-alive connection (the
+    real one opens a connection per event): the same events arrive, each once."""
+    real = harness.run(work, "connections-real", PLAYBOOKS / "success.yml", warm, zygote=False)
+    zyg = harness.run(work, "connections-zygote", PLAYBOOKS / "success.yml", warm, zygote=True)
+    assert real.connections == len(real.events) > 1
+    assert zyg.connections == 1
+    assert_same(real, zyg)
+
+
 def test_six_at_once(warm, work):
     real = harness.run(work, "six-real", PLAYBOOKS / "success.yml", warm, zygote=False)
     before = harness.served(warm["ANSIBLE_ZYGOTE_SOCKET"])

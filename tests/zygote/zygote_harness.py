@@ -40,11 +40,13 @@ VOLATILE_DATA = {
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    # As the runtime's net/http server answers: HTTP/1.1 (connections kept alive), 204.
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.server.sink.add(json.loads(body))  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
+        self.send_response(204)
         self.end_headers()
 
     def log_message(self, *args):
@@ -56,6 +58,7 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
 
     def get_request(self):
         conn, _ = self.socket.accept()
+        self.sink.connections += 1  # type: ignore[attr-defined]
         return conn, ("local", 0)
 
 
@@ -67,6 +70,7 @@ class Sink:
     events: list = field(default_factory=list)
     late: list = field(default_factory=list)
     closed: bool = False
+    connections: int = 0
     # Called with each event while the run waits for its POST to be answered.
     on_event: object = None
 
@@ -135,6 +139,8 @@ class Result:
     # when runs overlap).
     served: dict
     run_dir: Path
+    # Connections the run opened to the event socket.
+    connections: int = 0
 
     @property
     def served_by_template(self) -> bool:
@@ -206,7 +212,10 @@ def run(
     sink.close()
     sink.stop()
     output_text = output.decode(errors="replace")
-    return Result(proc.returncode, output_text, sink.events, sink.late, delta(before, after), run_dir)
+    served_meanwhile = delta(before, after)
+    return Result(
+        proc.returncode, output_text, sink.events, sink.late, served_meanwhile, run_dir, sink.connections
+    )
 
 
 def normalized(events: list, run_dir: Path) -> list:
