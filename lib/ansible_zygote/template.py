@@ -292,28 +292,10 @@ def warm_playbook() -> None:
         preload_project()
 
 
-def encode_event_files_at_once() -> None:
-    """ansible-runner writes every event into its artifact directory with ``json.dump``, which
-    encodes in pure Python, chunk by chunk (CPython's C encoder serves ``json.dumps`` only): about
-    a quarter of ansible-runner's CPU in a reconcile whose events carry the job's objects. The
-    same text, encoded by ``json.dumps`` and written at once."""
-    import json
-    import types
-
-    from ansible_runner import runner
-
-    def dump(obj, fp, **kwargs):
-        fp.write(json.dumps(obj, **kwargs))
-
-    public = {name: getattr(json, name) for name in json.__all__}
-    runner.json = types.SimpleNamespace(**{**public, "dump": dump})  # type: ignore[attr-defined]
-
-
 def warm_runner() -> None:
-    from ansible_zygote import event_post
+    from ansible_zygote import runner_warm
 
-    encode_event_files_at_once()
-    event_post.install()
+    runner_warm.warm()
 
 
 WARM_UP = {"ansible-playbook": warm_playbook, "ansible-runner": warm_runner}
