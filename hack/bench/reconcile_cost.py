@@ -1,4 +1,4 @@
-"""CPU seconds per reconcile of the real role (``playbooks/reconcile.yml`` with ``roles/tfjob``),
+"""CPU seconds (and wall seconds) per reconcile of the real role (``playbooks/reconcile.yml`` with ``roles/tfjob``),
 run exactly as ansible-operator v1.42.2 runs it (input dir, extravars with ``markUnsafe``, event
 socket, environment, arguments; ``tests/zygote/zygote_harness.py``), with the Ansible zygote on
 and off, alternately in the same session. No operator: the observe task reads a real API server
@@ -147,11 +147,13 @@ def one_pass(work: Path, name: str, env: dict, cr: dict, path_first: list[str]) 
         "-i",
         name,
     ]
+    started = time.monotonic()
     proc = subprocess.Popen(
         argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=harness.ROOT
     )
     output = proc.stdout.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     sink.close()
     sink.stop()
@@ -163,6 +165,7 @@ def one_pass(work: Path, name: str, env: dict, cr: dict, path_first: list[str]) 
     stream = harness.normalized(sink.events, run_dir)
     return {
         "client": usage.ru_utime + usage.ru_stime,
+        "wall": wall,
         "events": len(names),
         "changed": changed,
         "stream": stream,
@@ -213,6 +216,7 @@ def compare(work: Path, env: dict, cr: dict, server_pid: int, runs: int) -> None
     for zygote, label in ((False, "ANSIBLE_ZYGOTE=false"), (True, "zygote on")):
         rows = results[zygote]
         print(f"  {label:22} {summary([r['cpu'] for r in rows])}   ({rows[0]['events']} events per pass)")
+        print(f"    {'wall seconds from start to exit':40} {summary([r['wall'] for r in rows])}")
         for part in rows[-1]["parts"]:
             values = [r["parts"].get(part, 0.0) for r in rows]
             print(f"    {part:40} {summary(values)}")
