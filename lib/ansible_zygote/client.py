@@ -2,38 +2,106 @@
 as ``ansible-playbook``). It hands its argv, environment, working directory, umask, signal state
 and stdin/stdout/stderr to the zygote server, forwards the signals it receives, and exits as the
 child exited - only once the child has exited, so every event the child posts reaches the runtime
-before the process the runtime started is gone (the runtime's event API fails on a late event).
+before the process the runtime started is gone (the runtime's event API fails on an event posted
+after it).
 
 It execs the real program instead - the same process, argv and environment - when
 ``ANSIBLE_ZYGOTE=false``, when no server answers, or when the server says so (no warm template
-for this environment yet, see :mod:`ansible_zygote.server`). Standard library only, started with
-``python3 -S``: its own start is part of every run's cost.
+for this environment yet, see :mod:`ansible_zygote.server`).
+
+Started with ``python3 -S`` twice per reconcile, so its own start is part of every run's cost:
+it imports only modules built into the interpreter or C extensions (``_socket``, ``_signal``,
+``_json``; ``os`` is imported by the script anyway), not ``socket``, ``signal``, ``json`` or
+:mod:`ansible_zygote.wire`, whose imports (``enum``, ``re``, ...) cost more than the interpreter's
+start. The messages are the same JSON objects :mod:`ansible_zygote.wire` sends and reads.
 """
 
 from __future__ import annotations
 
-import contextlib
+import _json
+import _signal
+import _socket
 import os
-import select
-import signal
-import socket
 import sys
-
-from ansible_zygote import wire
 
 # What a real process would receive and act on; SIGKILL and SIGSTOP cannot be caught, and a client
 # killed outright is noticed by the server (the connection closes), which kills the child's group.
 FORWARDED = (
-    signal.SIGHUP,
-    signal.SIGINT,
-    signal.SIGQUIT,
-    signal.SIGTERM,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-    signal.SIGALRM,
-    signal.SIGWINCH,
-    signal.SIGCONT,
+    _signal.SIGHUP,
+    _signal.SIGINT,
+    _signal.SIGQUIT,
+    _signal.SIGTERM,
+    _signal.SIGUSR1,
+    _signal.SIGUSR2,
+    _signal.SIGALRM,
+    _signal.SIGWINCH,
+    _signal.SIGCONT,
 )
+# wire.MAX_MESSAGE: the server's replies are a few bytes.
+MAX_MESSAGE = 1 << 20
+
+
+def encode(value) -> str:
+    """JSON text of a request (strings, integers, booleans, null, lists, objects), as
+    ``json.dumps`` escapes strings (ASCII only, by the same C function)."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return _json.encode_basestring_ascii(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{encode(k)}:{encode(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(encode(v) for v in value) + "]"
+    raise TypeError(f"not a request value: {value!r}")
+
+
+def _skip_space(text: str, i: int) -> int:
+    while text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def decode(text: str) -> dict:
+    """A reply of the server: a JSON object whose values are integers or strings
+    ({"pid": 12}, {"exec": "why"}, {"exit": 0}, {"killed": 15}). ValueError otherwise."""
+    try:
+        reply: dict = {}
+        i = _skip_space(text, 0)
+        if text[i] != "{":
+            raise ValueError("not an object")
+        i = _skip_space(text, i + 1)
+        while text[i] != "}":
+            if reply:
+                if text[i] != ",":
+                    raise ValueError("expected ','")
+                i = _skip_space(text, i + 1)
+            if text[i] != '"':
+                raise ValueError("expected a key")
+            key, i = _json.scanstring(text, i + 1)
+            i = _skip_space(text, i)
+            if text[i] != ":":
+                raise ValueError("expected ':'")
+            i = _skip_space(text, i + 1)
+            reply[key], i = _value(text, i)
+            i = _skip_space(text, i)
+        if text[i + 1 :].strip():
+            raise ValueError("trailing text")
+        return reply
+    except IndexError:
+        raise ValueError("truncated") from None
+
+
+def _value(text: str, i: int) -> tuple[int | str, int]:
+    if text[i] == '"':
+        return _json.scanstring(text, i + 1)
+    end = i + 1 if text[i] == "-" else i
+    while end < len(text) and text[end].isdigit():
+        end += 1
+    return int(text[i:end]), end
 
 
 def real_program(program: str) -> str | None:
@@ -58,7 +126,7 @@ def exec_real(real: str | None, program: str) -> None:
 def ignored_signals() -> list[int]:
     """Signals this process inherited as ignored: the child must ignore them too, as an exec'ed
     program would."""
-    return [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN]
+    return [int(s) for s in FORWARDED if _signal.getsignal(s) == _signal.SIG_IGN]
 
 
 def request(program: str, real: str) -> dict:
@@ -72,12 +140,12 @@ def request(program: str, real: str) -> dict:
         "cwd": os.getcwd(),
         "umask": umask,
         "ignored": ignored_signals(),
-        "blocked": [int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])],
+        "blocked": sorted(int(s) for s in _signal.pthread_sigmask(_signal.SIG_BLOCK, [])),
     }
 
 
-def connect(path: str) -> socket.socket | None:
-    sock = wire.seqpacket()
+def connect(path: str) -> _socket.socket | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     try:
         sock.connect(path)
     except OSError:
@@ -86,11 +154,27 @@ def connect(path: str) -> socket.socket | None:
     return sock
 
 
-def start(sock: socket.socket, program: str, real: str) -> int | None:
+def send(sock: _socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
+    """One message; ``fds`` travel with it (``SCM_RIGHTS``, as ``socket.send_fds`` sends them)."""
+    data = encode(message).encode()
+    rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+    sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)] if fds else [])
+
+
+def receive(sock: _socket.socket) -> dict | None:
+    """One message, or None once the server is gone."""
+    try:
+        data = sock.recv(MAX_MESSAGE)
+    except ConnectionResetError:
+        return None
+    return decode(data.decode()) if data else None
+
+
+def start(sock: _socket.socket, program: str, real: str) -> int | None:
     """The child's pid, or None when the server tells us to exec the real program."""
     try:
-        wire.send(sock, request(program, real), [0, 1, 2])
-        reply, _ = wire.recv(sock)
+        send(sock, request(program, real), (0, 1, 2))
+        reply = receive(sock)
     except OSError:
         return None
     if not reply or "pid" not in reply:
@@ -98,24 +182,28 @@ def start(sock: socket.socket, program: str, real: str) -> int | None:
     return int(reply["pid"])
 
 
-def forward_signals(sock: socket.socket, pid: int) -> None:
+def forward_signals(sock: _socket.socket, pid: int) -> None:
     """Through the server, which knows whether the child is still unreaped; straight to the
     child once the server is gone."""
 
     def forward(signum, _frame):
         try:
-            wire.send(sock, {"signal": signum})
+            send(sock, {"signal": signum})
         except OSError:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib costs the client's start more than the rest)
                 os.kill(pid, signum)
+            except OSError:
+                pass
 
     for signum in FORWARDED:
-        if signal.getsignal(signum) != signal.SIG_IGN:
-            signal.signal(signum, forward)
+        if _signal.getsignal(signum) != _signal.SIG_IGN:
+            _signal.signal(signum, forward)
 
 
 def wait_for_orphan(pid: int) -> None:
     """The server went away while the child runs: still return only after the child has gone."""
+    import select
+
     try:
         fd = os.pidfd_open(pid)
     except OSError:
@@ -127,8 +215,8 @@ def wait_for_orphan(pid: int) -> None:
 def exit_like(status: dict) -> None:
     if "killed" in status:
         signum = int(status["killed"])
-        signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+        _signal.signal(signum, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [signum])
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
     os._exit(int(status.get("exit", 1)))
@@ -145,7 +233,7 @@ def main(program: str) -> None:
         exec_real(real, program)
     forward_signals(sock, pid)  # type: ignore[arg-type]
     while True:
-        status, _ = wire.recv(sock)  # type: ignore[arg-type]
+        status = receive(sock)  # type: ignore[arg-type]
         if status is None:
             wait_for_orphan(pid)  # type: ignore[arg-type]
             os._exit(1)
