@@ -5,6 +5,10 @@ templates send (json.dumps) as json.loads does."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from ansible_zygote import client
@@ -50,3 +54,23 @@ def test_the_replies_the_zygote_sends():
 def test_anything_else_is_refused(text):
     with pytest.raises(ValueError):
         client.decode(text)
+
+
+def test_the_request_carries_inherited_signal_state():
+    """An ignored SIGHUP (nohup) and a blocked SIGUSR2 reach the request, read through _signal."""
+    lib = Path(client.__file__).resolve().parents[1]
+    code = (
+        f"import sys; sys.path.insert(0, {str(lib)!r}); from ansible_zygote import client; "
+        "r = client.request('ansible-runner', '/bin/true'); print(client.encode([r['ignored'], r['blocked']]))"
+    )
+
+    def inherit() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], preexec_fn=inherit, capture_output=True, text=True, check=True
+    )
+    ignored, blocked = json.loads(out.stdout)
+    assert ignored == [int(signal.SIGHUP)]
+    assert int(signal.SIGUSR2) in blocked and int(signal.SIGHUP) not in blocked
