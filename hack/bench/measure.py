@@ -225,6 +225,10 @@ class ProcessSampler:
         ticks = sum(sum(int(x) for x in f[11:15]) for f in self._tree().values())
         return ticks / self.tick
 
+    def commands(self) -> dict[int, list[str]]:
+        """The command line of each process of the tree."""
+        return {pid: _cmdline(pid).split() for pid in self._tree()}
+
     def cpu_by_part(self) -> dict[str, float]:
         """The tree's CPU seconds by part (:func:`process_part`): a process's own time goes to
         its part, the time of the children it has reaped to ``part_of_reaped`` (the runtime

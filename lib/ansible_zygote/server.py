@@ -163,7 +163,8 @@ class Server:
         self.retired: list[Template] = []
         # Fingerprints whose warm-up printed something: always exec'ed (see template.py).
         self.declined: set[str] = set()
-        # Runs handed to a template, per program: what {"stats": true} answers (tests, debugging).
+        # Runs handed to a template, per program: what {"stats": true} answers (tests, debugging,
+        # the benchmark), with the number of templates and of those still warming.
         self.served: dict[str, int] = dict.fromkeys(SERVED, 0)
 
     def on_client(self) -> None:
@@ -184,7 +185,9 @@ class Server:
 
     def dispatch(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         if request.get("stats"):
-            wire.send(conn, {"served": self.served, "templates": len(self.templates)})
+            wire.send(
+                conn, {"served": self.served, "templates": len(self.templates), "warming": self.warming()}
+            )
             return
         uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
         key = fingerprint(request) if uid == os.getuid() and len(fds) == 3 else None
@@ -197,6 +200,11 @@ class Server:
             wire.send(conn, {"exec": "no warm template for this environment"})
         if key and key not in self.templates and key not in self.declined:
             self.add_template(key, request)
+
+    def warming(self) -> int:
+        """Templates not ready yet, successors included: a benchmark waits for none before it
+        measures, so a one-off warm-up is not counted as part of the reconciles."""
+        return sum(not t.ready for t in [*self.templates.values(), *self.successors.values()])
 
     def stale(self, template: Template) -> bool:
         """A project file the template imported has changed since (an edited plugin): the
