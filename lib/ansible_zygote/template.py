@@ -78,6 +78,9 @@ PRELOAD = {
         "ansible.plugins.test.*",
         "ansible.plugins.lookup.env",
         "ansible.plugins.lookup.file",
+        # The plugins' HTTP client resolves "localhost": getaddrinfo encodes the name with the
+        # idna codec, which each task's worker would import (with stringprep) again.
+        "encodings.idna",
     ],
 }
 

@@ -93,6 +93,9 @@ def resource_path(api_version: str, kind: str, namespace: str | None, name: str 
 # The operator's own kubeconfig, for the Ansible runs' rare reads past the runtime's proxy (the
 # runtime points KUBECONFIG and K8S_AUTH_KUBECONFIG at the proxy); hack/run.sh sets it.
 API_KUBECONFIG_ENV = "TRAINING_API_KUBECONFIG"
+# libyaml's safe loader where PyYAML has it: a pass reads two or three kubeconfigs, about a
+# millisecond each with the pure-Python parser.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Client:
@@ -110,7 +113,7 @@ class Client:
             self._in_cluster()
             return
         with open(path, encoding="utf-8") as f:
-            config = yaml.safe_load(f)
+            config = yaml.load(f, Loader=SAFE_LOADER)
         ctx_name = config.get("current-context")
         ctx = next(c["context"] for c in config["contexts"] if c["name"] == ctx_name)
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == ctx["cluster"])
