@@ -44,6 +44,9 @@ JOB = "cost"
 # floor runs an empty role in the runtime's role mode).
 NOOP = "---\n- name: No task\n  hosts: localhost\n  gather_facts: false\n  tasks: []\n"
 PLAYBOOK: dict[str, Path | None] = {"path": None}
+# The runtime's --ansible-verbosity: ansible-operator's default, 2, runs ansible-runner with -vv
+# (hack/run.sh and the Deployment keep the default), which doubles the events of a pass.
+VERBOSITY = {"level": 2}
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
@@ -146,6 +149,7 @@ def one_pass(work: Path, name: str, env: dict, cr: dict, path_first: list[str]) 
         str(playbook),
         "-i",
         name,
+        *(["-" + "v" * VERBOSITY["level"]] if VERBOSITY["level"] else []),
     ]
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -269,6 +273,9 @@ def main() -> None:
         help="measure the role, plugins and zygote of another checkout (a git worktree: before/after)",
     )
     parser.add_argument("--noop", action="store_true", help="run a play without tasks instead of the role")
+    parser.add_argument(
+        "--verbosity", type=int, default=2, help="the runtime's --ansible-verbosity (ansible-runner -v...)"
+    )
     args = parser.parse_args()
     # The harness runs the playbook, plugins, lib/ and zygote client of this checkout; kubectl
     # and the virtualenv stay this one's.
@@ -277,6 +284,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="rcost-", dir="/tmp"))  # unix socket paths are short
     namespace = f"{NAMESPACE}-{os.getpid()}"
     proxy, kubeconfig = start_proxy(args.port, work)
+    VERBOSITY["level"] = args.verbosity
     if args.noop:
         PLAYBOOK["path"] = work / "noop.yml"
         PLAYBOOK["path"].write_text(NOOP)
