@@ -81,6 +81,11 @@ fi
 for link in /tmp/ansible-operator/runner/*/*/*/*/*/artifacts/latest; do
   if [ -L "$link" ] && [ ! -e "$link" ]; then rm -f "$link"; fi
 done
+# --ansible-verbosity=0: the runtime's default (2) runs ansible-runner with -vv, which doubles a
+# pass's events and has the callback print every task's result (the observed objects included):
+# about a tenth of a reconcile's CPU (docs/performance.md). A failing task's result is printed at
+# any verbosity; ANSIBLE_VERBOSITY_<KIND>_<GROUP> (e.g. ANSIBLE_VERBOSITY_TFJOB_KUBEFLOW_ORG=2)
+# or a job's ansible.sdk.operatorframework.io/verbosity annotation raises it (troubleshooting.md).
 exec bin/ansible-operator run \
   --watches-file="$root/watches.yaml" \
   --ansible-roles-path="$root/roles" \
@@ -89,5 +94,6 @@ exec bin/ansible-operator run \
   --metrics-bind-address="${METRICS_BIND_ADDRESS:-127.0.0.1:8443}" \
   --health-probe-bind-address="${HEALTH_PROBE_BIND_ADDRESS:-127.0.0.1:6789}" \
   --ansible-log-events="${ANSIBLE_LOG_EVENTS:-Tasks}" \
+  --ansible-verbosity=0 \
   --zap-log-level="${LOG_LEVEL:-info}" \
   "$@"

@@ -167,7 +167,13 @@ def test_pod_is_hardened_and_probed():
     assert manager["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert manager["readinessProbe"]["httpGet"]["path"] == "/readyz"
     args = manager["args"]
-    for flag in ("--leader-elect", "--metrics-secure", "--metrics-require-rbac", "--reconcile-period=0s"):
+    for flag in (
+        "--leader-elect",
+        "--metrics-secure",
+        "--metrics-require-rbac",
+        "--reconcile-period=0s",
+        "--ansible-verbosity=0",
+    ):
         assert flag in args
     # Ansible's work files go to writable emptyDirs, the rest of the filesystem is read-only.
     assert {m["mountPath"] for m in manager["volumeMounts"]} == {"/tmp", "/opt/ansible/.ansible"}
