@@ -44,9 +44,9 @@ JOB = "cost"
 # floor runs an empty role in the runtime's role mode).
 NOOP = "---\n- name: No task\n  hosts: localhost\n  gather_facts: false\n  tasks: []\n"
 PLAYBOOK: dict[str, Path | None] = {"path": None}
-# The runtime's --ansible-verbosity: ansible-operator's default, 2, runs ansible-runner with -vv
-# (hack/run.sh and the Deployment keep the default), which doubles the events of a pass.
-VERBOSITY = {"level": 2}
+# The runtime's --ansible-verbosity: hack/run.sh and the Deployment pass 0; ansible-operator's
+# default, 2, runs ansible-runner with -vv, which doubles the events of a pass (--verbosity 2).
+VERBOSITY = {"level": 0}
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
@@ -274,7 +274,7 @@ def main() -> None:
     )
     parser.add_argument("--noop", action="store_true", help="run a play without tasks instead of the role")
     parser.add_argument(
-        "--verbosity", type=int, default=2, help="the runtime's --ansible-verbosity (ansible-runner -v...)"
+        "--verbosity", type=int, default=0, help="the runtime's --ansible-verbosity (ansible-runner -v...)"
     )
     args = parser.parse_args()
     # The harness runs the playbook, plugins, lib/ and zygote client of this checkout; kubectl
