@@ -150,13 +150,18 @@ def _cmdline(pid: int) -> str:
 # match wins. A process's time lands in the same part before and after its parent reaps it: the
 # runtime reaps the ansible-runner it starts (the zygote's client, or without the zygote the
 # real program and everything below it), a run of the zygote's ansible-runner reaps the
-# ansible-playbook client, a template the runs it forked.
+# ansible-playbook client, a template the runs it forked. Not so for a retired template: the
+# server reaps it, so its runs leave their program's part (which can go negative over a burst)
+# for "retired templates' runs".
 _PARTS = [
     ("ansible_zygote/bin/ansible-runner", "runtime's children", "runtime's children"),
     ("ansible_zygote/bin/ansible-playbook", "ansible-runner runs", "ansible-runner runs"),
     ("template.py ansible-runner", "ansible-runner runs", "ansible-runner runs"),
     ("template.py ansible-playbook", "ansible-playbook runs", "ansible-playbook runs"),
-    ("ansible_zygote", "zygote server", "zygote server"),
+    ("ansible_zygote/supervise.sh", "zygote server", "zygote server"),
+    ("ansible_zygote/prewarm.py", "zygote server", "zygote server"),
+    # The server reaps the templates it retires (every 200 runs): their runs' CPU moves here.
+    ("-m ansible_zygote", "zygote server", "retired templates' runs"),
     ("training_companion", "companion", "companion"),
     ("ansible-runner", "runtime's children", "runtime's children"),
     ("ansible-playbook", "runtime's children", "runtime's children"),

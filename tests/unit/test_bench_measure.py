@@ -150,8 +150,9 @@ def test_process_sampler_counts_a_long_lived_servers_reaped_children():
         (
             "python3 -m ansible_zygote --socket /tmp/s.sock --exit-with-pid 1",
             "zygote server",
-            "zygote server",
+            "retired templates' runs",
         ),
+        ("python3 /repo/lib/ansible_zygote/prewarm.py /tmp/s.sock", "zygote server", "zygote server"),
         ("/bin/sh /repo/lib/ansible_zygote/supervise.sh 1 /tmp/s.sock", "zygote server", "zygote server"),
         ("python3 -m training_companion --bind 127.0.0.1:8686", "companion", "companion"),
         (
