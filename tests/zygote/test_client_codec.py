@@ -65,8 +65,12 @@ def test_the_request_carries_inherited_signal_state():
     )
 
     def inherit() -> None:
+        # Whatever this test inherited itself (a shell's background job ignores SIGINT and SIGQUIT)
+        # is reset first: only what the test sets may reach the request.
+        for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+        signal.pthread_sigmask(signal.SIG_SETMASK, [signal.SIGUSR2])
 
     out = subprocess.run(
         [sys.executable, "-S", "-c", code], preexec_fn=inherit, capture_output=True, text=True, check=True
