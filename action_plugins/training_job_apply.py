@@ -38,7 +38,7 @@ Argument ``plan``, the filter's result (typed as ``training_jobs.plan.Plan``):
   ``idle``: label the job ``training.ato.dev/idle`` with this value (its generation) once
   everything else is written, under the job's resourceVersion as this pass leaves it: a wake or
   an edit that came meanwhile (409) leaves the job watched. The runtime's watch selector then
-  leaves it to the companion (``training_jobs.plan.IDLE_LABEL``);
+  leaves it to the companion (``training_jobs.idle``);
   ``metrics``: ``{counter: n}`` for the job counters (``training_metrics``): counted once the
   status that records them is written (``deleted``: once the job is deleted);
   ``requeue_after``: passed through for the requeue task;
@@ -64,9 +64,9 @@ from ansible.plugins.action import ActionBase
 
 # The shared client lives in lib/ beside this directory (see filter_plugins/training_job.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from training_jobs.idle import IDLE_LABEL
 from training_jobs.plan import (
     FINISHED_LABEL,
-    IDLE_LABEL,
     UNAVAILABLE_RETRY_SECONDS,
     refused_status_plan,
     rejected_plan,

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 from training_jobs import conditions as cond
-from training_jobs import gang, pod_signature, tensorboard
+from training_jobs import gang, idle, pod_signature, tensorboard
 from training_jobs import pod_problems as problems
 from training_jobs import pods as podlib
 from training_jobs.model import InvalidJob, Job, ObjectRef, PlanEvent, ReplicaGroup
@@ -47,18 +47,6 @@ UNAVAILABLE = "unavailable"
 # Written on a job that is final and has nothing pending (clean-pod policy applied, no TTL):
 # watches.yaml's selector leaves such jobs to nobody, so they cost nothing, even at a restart.
 FINISHED_LABEL = "training.ato.dev/finished"
-# Written on a job that is not finished but has nothing pending (no requeue, nothing to create,
-# patch or delete), valued with its metadata.generation: watches.yaml's selector leaves such a
-# job to the companion, which removes the label when the job's pods change (its wake) or its
-# spec does (the generation no longer matches). Running jobs then cost nothing at a restart.
-IDLE_LABEL = "training.ato.dev/idle"
-# Written with the label's removal when an idle job was edited: the runtime's selector is only a
-# filter on its events, and a label change alone passes none of them; an annotation change does.
-EDITED_WHILE_IDLE = "training.ato.dev/edited-while-idle"
-# Written by the companion with the removal of both labels when a job's status holds a condition
-# type that is not Kubeflow's (the Ansible runtime's Failure, cond.kubeflow_only): that job's next
-# pass drops it, and a finished or idle job gets no pass otherwise.
-FOREIGN_CONDITIONS = "training.ato.dev/foreign-conditions"
 # Waiting for something that triggers no reconcile by itself: a deleted pod to be gone so its
 # replacement can be created, a config map or a Volcano PodGroup before the pods.
 WAIT_SECONDS = 2
@@ -201,7 +189,7 @@ class _Pass:
         self.permanent_failures: list[str] = []
         # The job is final with nothing pending: the apply step labels it FINISHED_LABEL.
         self.final = False
-        # Whether an unfinished job with nothing pending may be labelled IDLE_LABEL.
+        # Whether an unfinished job with nothing pending may be labelled idle (training_jobs.idle).
         self.may_idle = True
         # Nodes of terminating pods, by name; None when the observe step did not read them.
         nodes = observed.get("nodes")
@@ -943,7 +931,8 @@ def _result(p: _Pass, kind: str) -> Plan:
 
 
 def _idle_label(p: _Pass) -> str:
-    """The value of :data:`IDLE_LABEL` this pass leaves on the job (its generation), or "".
+    """The value of ``idle.IDLE_LABEL`` this pass leaves on the job (:func:`idle.idle_value`: its
+    generation, annotations and the pods it planned with), or "".
 
     Only with the companion's wakes on (``config["wake"]``: they are what brings an idle job
     back) and without a poll, and only when nothing is pending: a job that asked for a later
@@ -958,11 +947,11 @@ def _idle_label(p: _Pass) -> str:
         return ""
     if p.create or p.update or p.delete or p.recreating:
         return ""
-    if IDLE_LABEL in ((p.cr.get("metadata") or {}).get("labels") or {}):
+    if idle.IDLE_LABEL in ((p.cr.get("metadata") or {}).get("labels") or {}):
         return ""
     if any(_on_its_way(pod) for pod in p.pods.values()):
         return ""
-    return idle_value(p.cr)
+    return idle.idle_value(p.cr, pod_signature.signature_of_pods(list(p.pods.values())))
 
 
 def _on_its_way(pod: dict[str, Any]) -> bool:
@@ -971,17 +960,3 @@ def _on_its_way(pod: dict[str, Any]) -> bool:
     job idle before would be a write for nothing, once per batch of pods that start."""
     phase, _, problems = pod_signature.pod_state(pod)
     return phase == "Pending" and not problems
-
-
-def idle_value(cr: dict[str, Any]) -> str:
-    """What :data:`IDLE_LABEL` says of the job it is written on: its generation and a digest of
-    its annotations (a TensorBoard's log dir is one), so the companion can tell an edit made
-    while the job was idle; "" for a job without a generation. The companion's own annotations
-    are left out: the wake that changes the signature removes the label anyway."""
-    meta = cr.get("metadata") or {}
-    if not meta.get("generation"):
-        return ""
-    own = (pod_signature.ANNOTATION, EDITED_WHILE_IDLE, FOREIGN_CONDITIONS)
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in own}
-    digest = hashlib.blake2s(json.dumps(annotations, sort_keys=True).encode(), digest_size=4).hexdigest()
-    return f"{meta['generation']}-{digest}"

@@ -71,6 +71,11 @@ def signature(pods: dict[str, PodState]) -> str:
     return f"{','.join(parts)};pods={names}"
 
 
+def signature_of_pods(pods: list[dict[str, Any]]) -> str:
+    """:func:`signature` of pods as read from the API server."""
+    return signature({pod_key(p): pod_state(p) for p in pods})
+
+
 def _pods_part(sig: str) -> str:
     return sig.rpartition(";pods=")[2]
 
@@ -115,8 +120,7 @@ def disagrees_with_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]],
     """
     if not wake or not wake.get("signature"):
         return False
-    seen = signature({pod_key(p): pod_state(p) for p in pods})
-    return seen != wake["signature"] and _recent(wake, now)
+    return signature_of_pods(pods) != wake["signature"] and _recent(wake, now)
 
 
 def behind_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]], now: datetime) -> bool:
@@ -128,8 +132,7 @@ def behind_wake(wake: dict[str, str] | None, pods: list[dict[str, Any]], now: da
     wakes costs a few looks, not a poll)."""
     if not disagrees_with_wake(wake, pods, now):
         return False
-    seen = signature({pod_key(p): pod_state(p) for p in pods})
-    return _pods_part(seen) == _pods_part((wake or {}).get("signature", ""))
+    return _pods_part(signature_of_pods(pods)) == _pods_part((wake or {}).get("signature", ""))
 
 
 def pods_behind_wake(cr: dict[str, Any], pods: list[dict[str, Any]], now: datetime) -> bool:

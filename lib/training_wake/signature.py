@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from training_jobs.conditions import foreign_types
+from training_jobs.idle import IDLE_LABEL
 from training_jobs.plan import FINISHED_LABEL, OWN_MANAGERS
 
 # Re-exported: the watcher and its tests know the signature by this module.
@@ -106,6 +107,8 @@ class JobSeen(NamedTuple):
     # Condition types on its status that are not Kubeflow's; only for a job whose status the
     # operator writes (another manager's status is that manager's).
     foreign: tuple[str, ...] = ()
+    # Its idle label (training_jobs.idle), if it has one.
+    idle: str | None = None
 
 
 def job_seen(api_version: str, kind: str, job: dict[str, Any]) -> JobSeen:
@@ -117,6 +120,7 @@ def job_seen(api_version: str, kind: str, job: dict[str, Any]) -> JobSeen:
         (meta.get("annotations") or {}).get(ANNOTATION),
         FINISHED_LABEL not in (meta.get("labels") or {}) and ours,
         tuple(foreign_types(conditions)) if ours else (),
+        (meta.get("labels") or {}).get(IDLE_LABEL),
     )
 
 

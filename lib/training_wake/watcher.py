@@ -25,7 +25,16 @@ import time
 from collections.abc import Generator
 from typing import Any, Protocol
 
-from training_jobs.plan import EDITED_WHILE_IDLE, FINISHED_LABEL, FOREIGN_CONDITIONS, IDLE_LABEL, idle_value
+from training_jobs.idle import (
+    EDITED_WHILE_IDLE,
+    FOREIGN_CONDITIONS,
+    IDLE_LABEL,
+    PARKED_BEHIND,
+    edited_while_idle,
+    parked_behind,
+)
+from training_jobs.idle import job_part as idle_job_part
+from training_jobs.plan import FINISHED_LABEL
 from training_kube.client import ApiError, resource_path
 
 from training_wake.signature import (
@@ -48,13 +57,6 @@ DEFAULT_RESYNC = float(os.environ.get("WAKE_RESYNC_SECONDS") or 120)
 KIND_RETRY_MAX = 60.0
 
 Kinds = frozenset[tuple[str, str]]  # (apiVersion, kind)
-
-
-def edited_while_idle(job: dict[str, Any]) -> bool:
-    """Whether a job labelled IDLE_LABEL changed since the label was written (its value is
-    :func:`idle_value` of the job then)."""
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    return IDLE_LABEL in labels and labels[IDLE_LABEL] != idle_value(job)
 
 
 class KindRetry:
@@ -115,6 +117,12 @@ class Watcher:
         self.lock = threading.Lock()
         self.dirty: set[JobKey] = set()
         self.written: dict[JobKey, str] = {}
+        # The idle label of each job labelled idle since the last flush (training_jobs.idle).
+        self.parked: dict[JobKey, str] = {}
+        # The label and the pods' signature of each job woken because its pass planned with other
+        # pods: a pass that keeps seeing other pods than the watcher (pods it does not index) is
+        # woken once, not in a loop.
+        self.unparked: dict[JobKey, tuple[str, str]] = {}
         self.stop = threading.Event()
 
     # --- reading -------------------------------------------------------------------------------
@@ -197,6 +205,10 @@ class Watcher:
             missed = stale - self.dirty
             self.written.update(current)
             self.dirty |= stale | podless
+            # Labelled idle while nobody watched the labels (a companion restart): check them too.
+            self.parked.update(
+                {job: seen.idle for job, seen in jobs.items() if seen.idle and job[:2] in listed}
+            )
             # What the annotation said and what the pods are: a wake here is a change the watch
             # missed, or one it saw and judged not worth a wake (a pod added or gone).
             shown = [
@@ -281,23 +293,23 @@ class Watcher:
                 self.stop.wait(1)
 
     def watch_idle(self, namespace: str, api_version: str, kind: str) -> None:
-        """Bring back the idle jobs of one kind that were edited: list and watch the jobs labelled
-        IDLE_LABEL, and remove the label from each whose spec or annotations are no longer what
-        they were when it was written (:func:`edited_while_idle`). The runtime's watch leaves
-        idle jobs out, so it would not see a ``suspend`` or a new replica count."""
+        """Bring back the idle jobs of one kind that were edited or whose pass planned with older
+        pods than the watcher knows: list and watch the jobs labelled IDLE_LABEL (see
+        :meth:`_on_idle_job`). The runtime's watch leaves idle jobs out, so it would not see a
+        ``suspend`` or a new replica count."""
         path = resource_path(api_version, kind, namespace or None)
         while not self.stop.is_set():
             try:
                 listed = self.client.request("GET", path, owner=False, query={"labelSelector": IDLE_LABEL})
                 for job in listed.get("items") or []:
-                    self._bring_back_if_edited(api_version, kind, job)
+                    self._on_idle_job(api_version, kind, job)
                 rv = listed["metadata"]["resourceVersion"]
                 while not self.stop.is_set():
                     for event in self._watch(path, IDLE_LABEL, rv, 300):
                         obj = event.get("object") or {}
                         rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
                         if event.get("type") in ("ADDED", "MODIFIED"):
-                            self._bring_back_if_edited(api_version, kind, obj)
+                            self._on_idle_job(api_version, kind, obj)
             except ApiError as err:
                 if err.status == 404:  # the kind's CRD is not installed (yet)
                     self.stop.wait(60)
@@ -311,9 +323,22 @@ class Watcher:
                 log.exception("idle %s watch failed; listing again", kind)
                 self.stop.wait(1)
 
-    def _bring_back_if_edited(self, api_version: str, kind: str, job: dict) -> None:
-        if not edited_while_idle(job):
+    def _on_idle_job(self, api_version: str, kind: str, job: dict) -> None:
+        """A job labelled idle, as listed or watched: brought back at once if it was edited since
+        (:func:`~training_jobs.idle.edited_while_idle`: its spec or annotations are no longer what
+        they were when the label was written); otherwise its label's pods are compared with the
+        pods this watcher knows at the next flush (:meth:`_parked_behind`)."""
+        if self._bring_back_if_edited(api_version, kind, job):
             return
+        meta = job.get("metadata") or {}
+        label = (meta.get("labels") or {}).get(IDLE_LABEL)
+        if label:
+            with self.lock:
+                self.parked[(api_version, kind, meta.get("namespace", ""), meta.get("name", ""))] = label
+
+    def _bring_back_if_edited(self, api_version: str, kind: str, job: dict) -> bool:
+        if not edited_while_idle(job):
+            return False
         meta = job.get("metadata") or {}
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
         log.info("%s %s/%s was edited while idle: watched again", kind, namespace, name)
@@ -327,7 +352,7 @@ class Watcher:
                 {
                     "metadata": {
                         "labels": {IDLE_LABEL: None},
-                        "annotations": {EDITED_WHILE_IDLE: f"{idle_value(job)} at {when}"},
+                        "annotations": {EDITED_WHILE_IDLE: f"{idle_job_part(job)} at {when}"},
                     }
                 },
                 content_type="application/merge-patch+json",
@@ -336,6 +361,7 @@ class Watcher:
         except ApiError as err:
             if err.status != 404:
                 raise
+        return True
 
     def signature_of(self, job: JobKey) -> str:
         for index in self.indexes.values():
@@ -347,39 +373,84 @@ class Watcher:
         return any(job in index.pods for index in self.indexes.values())
 
     # --- writing -------------------------------------------------------------------------------
+    def _parked_behind(self) -> dict[JobKey, str]:
+        """Under the lock: of the jobs labelled idle since the last flush, those whose pass
+        planned with other pods than this watcher knows now (``training_jobs.idle.parked_behind``),
+        with their label; each label and signature once. A job whose pods it does not know (not
+        listed yet) is checked after the list instead (:meth:`_wake_missed`)."""
+        parked, self.parked = self.parked, {}
+        behind = {}
+        for job, label in parked.items():
+            if not self._known(job):
+                continue
+            sig = self.signature_of(job)
+            if parked_behind(label, sig) and self.unparked.get(job) != (label, sig):
+                self.unparked[job] = (label, sig)
+                behind[job] = label
+        return behind
+
+    def _wake(self, job: JobKey, sig: str, parked: str | None) -> bool:
+        """Write the job's pod signature and remove its idle label; with ``parked`` (the label of
+        a pass that planned with other pods), say so in an annotation of its own, which makes the
+        write a change even when the signature is already there. False if it must be tried again."""
+        api_version, kind, namespace, name = job
+        annotations = {ANNOTATION: sig}
+        if parked is not None:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            annotations[PARKED_BEHIND] = f"{parked} at {when}"
+            log.info(
+                "%s %s/%s was left idle by a pass that saw other pods (%s): waking it",
+                kind,
+                namespace,
+                name,
+                sig,
+            )
+        body = {"metadata": {"annotations": annotations, "labels": {IDLE_LABEL: None}}}
+        try:
+            # The same write brings an idle job back to the runtime's watch.
+            self.client.request(
+                "PATCH",
+                resource_path(api_version, kind, namespace, name),
+                body,
+                content_type="application/merge-patch+json",
+                owner=False,
+            )
+        except (ApiError, OSError) as err:
+            if getattr(err, "status", 0) == 404:
+                return True
+            log.warning("could not wake %s %s/%s (will retry): %s", kind, namespace, name, err)
+            return False
+        self.written[job] = sig
+        return True
+
     def flush(self) -> int:
-        """Write the signature of every job that changed since the last flush; returns writes.
-        A write the API server did not take is kept for the next flush."""
+        """Write the signature of every job that changed since the last flush, and of every job
+        left idle by a pass that saw other pods; returns writes. A write the API server did not
+        take is kept for the next flush."""
         with self.lock:
             jobs, self.dirty = self.dirty, set()
-            todo = [(job, self.signature_of(job)) for job in jobs]
+            behind = self._parked_behind()
+            todo = [(job, self.signature_of(job), behind.get(job)) for job in jobs | set(behind)]
         writes = 0
         failed = set()
-        for job, sig in todo:
-            if self.written.get(job) == sig:
+        for job, sig, parked in todo:
+            if parked is None and self.written.get(job) == sig:
                 continue
-            api_version, kind, namespace, name = job
-            path = resource_path(api_version, kind, namespace, name)
-            try:
-                # The same write brings an idle job back to the runtime's watch.
-                self.client.request(
-                    "PATCH",
-                    path,
-                    {"metadata": {"annotations": {ANNOTATION: sig}, "labels": {IDLE_LABEL: None}}},
-                    content_type="application/merge-patch+json",
-                    owner=False,
-                )
-                self.written[job] = sig
+            if self._wake(job, sig, parked):
                 writes += 1
-            except (ApiError, OSError) as err:
-                if getattr(err, "status", 0) != 404:
-                    log.warning("could not wake %s %s/%s (will retry): %s", kind, namespace, name, err)
-                    failed.add(job)
+            elif parked is None:
+                failed.add(job)
+            else:
+                with self.lock:
+                    self.unparked.pop(job, None)
+                    self.parked.setdefault(job, parked)
         with self.lock:
             self.dirty |= failed
             # Forget jobs that have no pods any more.
             for job in [j for j in self.written if not self._known(j)]:
                 del self.written[job]
+            for job in [j for j in self.unparked if not self._known(j)]:
+                del self.unparked[job]
         return writes
 
     def run(self) -> None:

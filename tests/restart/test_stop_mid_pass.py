@@ -44,7 +44,8 @@ from kube import (
     wait_for,
 )
 from training_jobs.conditions import KUBEFLOW_TYPES
-from training_jobs.plan import FINISHED_LABEL, FOREIGN_CONDITIONS, IDLE_LABEL
+from training_jobs.idle import FOREIGN_CONDITIONS, IDLE_LABEL
+from training_jobs.plan import FINISHED_LABEL
 
 pytestmark = pytest.mark.restarts
 

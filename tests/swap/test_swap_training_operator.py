@@ -22,7 +22,8 @@ import subprocess
 
 import pytest
 from kube import ROOT, finish_job_pods, finish_pod, get, kubectl, replica, wait_for
-from training_jobs.plan import FINISHED_LABEL, IDLE_LABEL
+from training_jobs.idle import IDLE_LABEL
+from training_jobs.plan import FINISHED_LABEL
 
 pytestmark = pytest.mark.swap_training_operator
 

@@ -12,11 +12,10 @@ import pytest
 from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, pending, tfjob, with_phases
 from training_jobs import conditions as cond
 from training_jobs import pod_signature
+from training_jobs.idle import IDLE_LABEL, idle_value, parked_pods, pods_digest
 from training_jobs.plan import (
     DEFAULT_EVICTION_LIMIT,
-    IDLE_LABEL,
     MAX_REPORTED_PROBLEMS,
-    idle_value,
     plan,
     refused_status_plan,
 )
@@ -445,8 +444,21 @@ def test_a_running_job_with_nothing_pending_is_left_idle_under_its_generation():
     job, observed = idle_candidate()
     result = plan(job, observed, WAKE_ON, LATER)
     assert state(result, job) == cond.RUNNING
-    assert result["idle"] == idle_value(job) and result["idle"].startswith("2-")
+    planned_with = pod_signature.signature_of_pods(observed["pods"])
+    assert result["idle"] == idle_value(job, planned_with) and result["idle"].startswith("2-")
     assert result["apply"], "the label is a write"
+
+
+def test_the_idle_label_carries_the_pods_the_pass_planned_with():
+    """The companion compares them with the pods it knows once the label lands (idle.parked_behind)."""
+    job, observed = idle_candidate()
+    label = plan(job, observed, WAKE_ON, LATER)["idle"]
+    labelled = {**job, "metadata": {**job["metadata"], "labels": {IDLE_LABEL: label}}}
+    assert parked_pods(labelled) == pods_digest(pod_signature.signature_of_pods(observed["pods"]))
+    (pod, *_) = observed["pods"]
+    other = {**observed, "pods": [{**pod, "status": {"phase": "Succeeded"}}, *observed["pods"][1:]]}
+    other_label = plan(job, other, WAKE_ON, LATER)["idle"]
+    assert other_label and other_label != label
 
 
 @pytest.mark.parametrize(
@@ -480,7 +492,8 @@ def test_a_job_whose_pod_cannot_start_is_left_idle():
         "phase": "Pending",
         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
     }
-    assert plan(job, observed, WAKE_ON, LATER)["idle"] == idle_value(job)
+    planned_with = pod_signature.signature_of_pods(observed["pods"])
+    assert plan(job, observed, WAKE_ON, LATER)["idle"] == idle_value(job, planned_with)
 
 
 def test_a_job_that_asks_for_a_later_look_stays_watched():
@@ -492,9 +505,9 @@ def test_a_job_that_asks_for_a_later_look_stays_watched():
 
 def test_the_idle_label_says_the_generation_and_the_annotations():
     job, _ = idle_candidate()
-    base = idle_value(job)
+    base = idle_value(job, "Running=2")
     edited = {**job, "metadata": {**job["metadata"], "generation": 3}}
     annotated = {**job, "metadata": {**job["metadata"], "annotations": {"note": "x"}}}
     woken = {**job, "metadata": {**job["metadata"], "annotations": {pod_signature.ANNOTATION: "Running=2"}}}
-    assert len({base, idle_value(edited), idle_value(annotated)}) == 3
-    assert idle_value(woken) == base, "the wake annotation is not an edit"
+    assert len({base, idle_value(edited, "Running=2"), idle_value(annotated, "Running=2")}) == 3
+    assert idle_value(woken, "Running=2") == base, "the wake annotation is not an edit"

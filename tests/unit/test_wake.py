@@ -5,7 +5,16 @@ from __future__ import annotations
 import copy
 
 import pytest
-from training_jobs.plan import EDITED_WHILE_IDLE, FINISHED_LABEL, FOREIGN_CONDITIONS, IDLE_LABEL, idle_value
+from training_jobs.idle import (
+    EDITED_WHILE_IDLE,
+    FOREIGN_CONDITIONS,
+    IDLE_LABEL,
+    PARKED_BEHIND,
+    edited_while_idle,
+    idle_value,
+    job_part,
+)
+from training_jobs.plan import FINISHED_LABEL
 from training_jobs.registry import PROFILES
 from training_kube.client import ApiError
 from training_wake.signature import (
@@ -408,10 +417,10 @@ def test_kinds_that_failed_are_tried_again_after_one_second_then_twice_as_long_e
     assert not KindRetry(frozenset(), after_error=False).due()
 
 
-def idle_job(generation=3, annotations=None, labelled_at=None):
+def idle_job(generation=3, annotations=None, labelled_at=None, planned_with="Running=2"):
     job = {"metadata": {"name": "mnist", "namespace": "team", "generation": generation}}
     job["metadata"]["annotations"] = dict(annotations or {})
-    value = idle_value(labelled_at or job)
+    value = idle_value(labelled_at or job, planned_with)
     job["metadata"]["labels"] = {IDLE_LABEL: value}
     return job
 
@@ -428,16 +437,12 @@ def idle_job(generation=3, annotations=None, labelled_at=None):
     ],
 )
 def test_an_idle_job_is_brought_back_when_it_was_edited(case, now, edited):
-    from training_wake.watcher import edited_while_idle
-
     then = idle_job()
     job = idle_job(now.get("generation", 3), now.get("annotations"), labelled_at=then)
     assert edited_while_idle(job) == edited, case
 
 
 def test_a_job_without_the_idle_label_is_not_brought_back():
-    from training_wake.watcher import edited_while_idle
-
     job = idle_job()
     del job["metadata"]["labels"][IDLE_LABEL]
     assert not edited_while_idle(job)
@@ -458,7 +463,104 @@ def test_the_idle_watch_removes_the_label_of_an_edited_job_only():
     assert body["metadata"]["labels"] == {IDLE_LABEL: None}
     # The runtime reconciles on an annotation change, not on a label's: the patch carries one.
     (note,) = body["metadata"]["annotations"].values()
-    assert note.startswith(f"{idle_value(edited)} at ")
+    assert note.startswith(f"{job_part(edited)} at ")
+
+
+def test_a_label_written_before_the_pods_digest_is_still_read():
+    """An operator upgraded with jobs idle: their labels say ``<generation>-<digest>``."""
+    job = idle_job()
+    job["metadata"]["labels"][IDLE_LABEL] = job_part(job)
+    assert not edited_while_idle(job)
+    job["metadata"]["generation"] = 4
+    assert edited_while_idle(job)
+
+
+TF_SELECTOR = "training.kubeflow.org/operator-name"
+
+
+def parked_watcher(pods, parked_with, client=None):
+    """A watcher that knows ``pods`` of JOB and has seen JOB labelled idle by a pass that planned
+    with pods whose signature is ``parked_with``."""
+    from training_wake.watcher import Watcher
+
+    watcher = Watcher(client or RecordingClient([]))
+    watcher._catch_up("", TF_SELECTOR, pods)
+    watcher.flush()
+    job = idle_job(planned_with=parked_with)
+    watcher._on_idle_job("kubeflow.org/v1", "TFJob", job)
+    return watcher, job
+
+
+def known_signature(*pods):
+    return signature({p["metadata"]["name"]: pod_state(p) for p in pods})
+
+
+def test_a_job_left_idle_by_a_pass_that_saw_older_pods_is_woken():
+    """The race of issue 37: the pass read the job after the wake that said "Succeeded" but its
+    pods from a cache still saying "Running", and labelled it idle. No write of the companion
+    follows (the signature is already on the job): the label's pods say what the pass saw."""
+    now = pod("a", "Succeeded")
+    client = RecordingClient([])
+    watcher, job = parked_watcher([now], known_signature(pod("a", "Running")), client)
+    assert watcher.flush() == 1
+    ((path, body),) = client.patches
+    assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/mnist"
+    assert body["metadata"]["labels"] == {IDLE_LABEL: None}
+    assert body["metadata"]["annotations"][ANNOTATION] == known_signature(now)
+    assert body["metadata"]["annotations"][PARKED_BEHIND].startswith(job["metadata"]["labels"][IDLE_LABEL])
+    assert watcher.flush() == 0, "woken once"
+
+
+@pytest.mark.parametrize(
+    ("case", "pods", "parked_with"),
+    [
+        ("the pass saw the pods the companion knows", [pod("a", "Running")], "same"),
+        ("the companion knows no pods of the job (not listed yet)", [], "Running=1"),
+    ],
+)
+def test_a_job_left_idle_with_the_pods_the_companion_knows_is_left_alone(case, pods, parked_with):
+    client = RecordingClient([])
+    watcher, _ = parked_watcher(
+        pods, known_signature(*pods) if parked_with == "same" else parked_with, client
+    )
+    assert watcher.flush() == 0, case
+    assert client.patches == [], case
+
+
+def test_a_pass_that_keeps_seeing_other_pods_is_woken_once_per_label_and_pods():
+    """Pods the pass reads but the companion does not index would otherwise wake it in a loop."""
+    client = RecordingClient([])
+    watcher, job = parked_watcher([pod("a", "Succeeded")], "Running=9", client)
+    assert watcher.flush() == 1
+    watcher._on_idle_job("kubeflow.org/v1", "TFJob", job)
+    assert watcher.flush() == 0, "the same label again, the same pods"
+    watcher.indexes[("", TF_SELECTOR)].observe("MODIFIED", pod("a", "Failed"))
+    watcher._on_idle_job("kubeflow.org/v1", "TFJob", job)
+    assert watcher.flush() == 1, "the pods changed since: woken again"
+
+
+def test_a_parked_wake_that_fails_is_tried_again():
+    client = RecordingClient([], fail_patches=1)
+    watcher, _ = parked_watcher([pod("a", "Succeeded")], "Running=1", client)
+    assert watcher.flush() == 0, "the API server is down"
+    assert watcher.flush() == 1
+    assert PARKED_BEHIND in client.patches[0][1]["metadata"]["annotations"]
+
+
+def test_the_catch_up_checks_jobs_labelled_idle_while_nobody_watched():
+    """A companion that restarts lists the jobs: an idle one whose pass saw other pods is woken,
+    though its annotation already says what the pods are."""
+    from training_wake.watcher import Watcher
+
+    now = pod("a", "Succeeded")
+    listed = tfjob_item("mnist", known_signature(now))
+    listed["metadata"]["generation"] = 3
+    listed["metadata"]["labels"] = {IDLE_LABEL: idle_value(listed, "Running=1")}
+    client = RecordingClient([listed])
+    watcher = Watcher(client)
+    watcher._catch_up("", TF_SELECTOR, [now])
+    assert watcher.flush() == 1
+    assert PARKED_BEHIND in client.patches[0][1]["metadata"]["annotations"]
 
 
 CREATED_COND = {"type": "Created", "status": "True", "reason": "TFJobCreated"}
