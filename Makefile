@@ -20,8 +20,9 @@ LOCAL_KUBECONFIG := $(ROOT)/.kwok/clusters/ato/kubeconfig.yaml
 run: tools ## Run the operator locally in the foreground (starts the local cluster unless KUBECONFIG is set)
 	hack/run.sh
 
+# The Go tools build in the background while lint and unit run (hack/test.sh all).
 .PHONY: test
-test: tools ## Everything CI runs: lint, unit, cluster tests and molecule with the operator, OLM install, bench smoke
+test: venv bytecode ## Everything CI runs: lint, unit, cluster tests and molecule with the operator, OLM install, bench smoke
 	hack/test.sh all
 
 ##@ Set-up

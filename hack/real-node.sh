@@ -10,6 +10,8 @@
 #                              mounts, cgroups, fixed paths); exits 1 if not
 #   hack/real-node.sh status   exit 0 if the node's daemons run and the Node is Ready
 #   hack/real-node.sh images   (re)build the image archives
+#   hack/real-node.sh prepare  install and build what `up` needs (packages, binaries, the JAX image),
+#                              ahead of it (hack/prebuild.sh)
 #
 # The node is named after its address, REAL_NODE_IP (default 127.0.2.1: the kubelet refuses a
 # loopback --node-ip, a loopback hostname-override is accepted); it carries the label and the
@@ -322,5 +324,6 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   images) mkdir -p "$state"; build_images ;;
-  *) echo "usage: $0 up|down|status|images" >&2; exit 2 ;;
+  prepare) ensure_binaries; mkdir -p "$state/images"; build_jax_image ;;
+  *) echo "usage: $0 up|down|status|images|prepare" >&2; exit 2 ;;
 esac

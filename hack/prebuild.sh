@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# What the later steps of `make test` need, built or fetched ahead: their Go tools in the order
+# the steps use them, then the real node's packages, binaries and JAX image. hack/test.sh runs it
+# niced in the background from the start, and each step waits only for what it uses: a file
+# named after each item appears in DIR once it is ready.
+#
+#   hack/prebuild.sh DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+done_dir=${1:?usage: hack/prebuild.sh DIR}
+mkdir -p "$done_dir"
+for tool in training-operator volcano scheduler-plugins kueue; do
+  "$root/hack/build-go-tools.sh" "$tool"
+  touch "$done_dir/$tool"
+done
+"$root/hack/real-node.sh" prepare
+touch "$done_dir/real-node"
+"$root/hack/build-go-tools.sh" opm olm
+touch "$done_dir/olm"
