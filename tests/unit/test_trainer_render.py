@@ -379,3 +379,125 @@ def test_the_runtime_is_not_modified():
     before = copy.deepcopy((rt, tj))
     render(tj, rt)
     assert (rt, tj) == before
+
+
+def gang_runtime(policy):
+    rt = torch_distributed()
+    spec = pod(rt["spec"]["template"])
+    spec["containers"][0]["resources"] = {
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+        "limits": {"nvidia.com/gpu": 1},
+    }
+    spec["initContainers"] = [
+        {"name": "init", "image": "b", "resources": {"requests": {"cpu": "2", "memory": "100Mi"}}},
+        {"name": "side", "image": "b", "restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}},
+        {"name": "init2", "image": "b", "resources": {"requests": {"cpu": "1"}}},
+    ]
+    spec["priorityClassName"] = "high"
+    rt["spec"]["podGroupPolicy"] = policy
+    return rt
+
+
+def test_coscheduling_pod_group():
+    # One pod: containers 1500m + the sidecar's 250m, below the first init container's 2 CPUs:
+    # PodRequests says 2 CPUs and 1Gi; three pods. Limits (the GPU) do not count.
+    tj = trainjob(trainer={"numNodes": 3, "resourcesPerNode": {"requests": {"cpu": "1500m"}}})
+    rendered = render(tj, gang_runtime({"coscheduling": {"scheduleTimeoutSeconds": 60}}))
+    (group,) = rendered.pod_groups
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1" and group["metadata"]["name"] == "job"
+    assert group["spec"] == {
+        "minMember": 3,
+        "minResources": {"cpu": "6", "memory": "3Gi"},
+        "scheduleTimeoutSeconds": 60,
+    }
+    labels = node_job(rendered.jobset)["template"]["spec"]["template"]["metadata"]["labels"]
+    assert labels == {"scheduling.x-k8s.io/pod-group": "job"}
+
+
+def test_volcano_pod_group_takes_the_queue_from_the_patched_annotations():
+    rt = gang_runtime({"volcano": {"networkTopology": {"mode": "hard", "highestTierAllowed": 2}}})
+    rt["spec"]["template"]["metadata"] = {"annotations": {"scheduling.volcano.sh/queue-name": "q1"}}
+    patch = {
+        "manager": "a.io/x",
+        "trainingRuntimeSpec": {
+            "template": {"metadata": {"annotations": {"scheduling.volcano.sh/queue-name": "q2"}}}
+        },
+    }
+    rendered = render(trainjob(trainer={"numNodes": 2}, runtimePatches=[patch]), rt)
+    (group,) = rendered.pod_groups
+    assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert group["spec"] == {
+        "minMember": 2,
+        "minResources": {"cpu": "4", "memory": "2Gi"},
+        "queue": "q2",
+        "priorityClassName": "high",
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+    }
+    annotations = node_job(rendered.jobset)["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"scheduling.k8s.io/group-name": "job"}
+    assert rendered.jobset["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "q2"}
+
+
+def test_mpi_pod_group_counts_the_launcher_and_the_nodes():
+    rt = deepspeed_distributed()
+    rt["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 30}}
+    pod(rt["spec"]["template"], "node")["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "memory": "2Gi"}
+    }
+    trainer = {
+        "numNodes": 4,
+        "resourcesPerNode": {"requests": {"memory": "3Gi"}, "limits": {"nvidia.com/gpu": "2"}},
+    }
+    (group,) = render(trainjob("deepspeed-distributed", trainer=trainer), rt).pod_groups
+    # Three nodes of 1 CPU and 3Gi (the TrainJob's memory over the runtime's), a launcher of 3Gi.
+    assert group["spec"] == {
+        "minMember": 4,
+        "minResources": {"cpu": "3", "memory": "12Gi"},
+        "scheduleTimeoutSeconds": 30,
+    }
+
+
+def test_go_writes_empty_structs_and_canonical_quantities():
+    rt = torch_distributed()
+    spec = pod(rt["spec"]["template"])
+    spec["containers"][0]["resources"] = {"requests": {"cpu": "1000m", "memory": "0.5Gi"}}
+    spec["containers"][0]["env"] = [
+        {"name": "M", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}}
+    ]
+    spec["initContainers"] = [{"name": "i", "image": "b"}]
+    spec["volumes"] = [{"name": "x", "emptyDir": {"sizeLimit": "1000Mi"}}]
+    js = render(trainjob(), rt).jobset
+    job = node_job(js)
+    assert job["template"]["spec"]["template"]["metadata"] == {}
+    assert pod(js)["initContainers"][0]["resources"] == {}
+    assert container(js)["resources"] == {"requests": {"cpu": "1", "memory": "512Mi"}}
+    assert container(js)["env"][0]["valueFrom"]["resourceFieldRef"] == {
+        "resource": "limits.memory",
+        "divisor": "0",
+    }
+    assert pod(js)["volumes"] == [{"name": "x", "emptyDir": {"sizeLimit": "1000Mi"}}]
+    claims = render(trainjob("torchtune-llama3.2-1b"), torchtune_llama3_2_1b()).jobset["spec"][
+        "volumeClaimPolicies"
+    ]
+    assert claims[0]["templates"][0]["status"] == {}
+
+
+def test_env_from_the_trainjob_is_copied_as_apply_envvar_copies_it():
+    env = [
+        {"name": "A", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+        {"name": "B", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+        {"name": "C", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k", "optional": True}}},
+        {"name": "D", "valueFrom": {"configMapKeyRef": {"key": "k"}}},
+    ]
+    node = container(render(trainjob(trainer={"env": env}), torch_distributed()).jobset)
+    assert node["env"][:4] == [
+        {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {
+            "name": "B",
+            "valueFrom": {
+                "resourceFieldRef": {"containerName": "", "resource": "limits.cpu", "divisor": "0"}
+            },
+        },
+        {"name": "C", "valueFrom": {"secretKeyRef": {"key": "k", "name": "s", "optional": True}}},
+        {"name": "D", "valueFrom": {"configMapKeyRef": {"key": "k", "name": ""}}},
+    ]
