@@ -1,7 +1,8 @@
 """Import rules: the engine stays pure and light.
 
-``lib/training_jobs`` runs inside every reconcile (the plan filter): it may import the standard
-library and itself only, never a client, Ansible, YAML or anything that reaches the API server.
+``lib/training_jobs`` (the v1 kinds) and ``lib/trainer_jobs`` (TrainJob) run inside every
+reconcile (the plan filters): they may import the standard library and the two engines only,
+never a client, Ansible, YAML or anything that reaches the API server.
 Heavy libraries (the ``kubernetes`` client) belong to the long-running companion alone.
 """
 
@@ -19,6 +20,7 @@ LIB = ROOT / "lib"
 # Standard-library modules the engine may use; anything else is a new dependency to argue for.
 ENGINE_STDLIB = {
     "__future__",
+    "base64",
     "collections",
     "copy",
     "dataclasses",
@@ -31,7 +33,8 @@ ENGINE_STDLIB = {
     "typing",
 }
 # Per-reconcile code outside the engine: the Ansible plugins' shared client and counters.
-PER_RECONCILE = ("training_jobs", "training_kube")
+PER_RECONCILE = ("training_jobs", "trainer_jobs", "training_kube")
+ENGINES = ("training_jobs", "trainer_jobs")
 # PyYAML is not among them: Ansible has loaded it already when a plugin reads a kubeconfig.
 HEAVY = {"kubernetes", "requests", "urllib3", "ansible"}
 
@@ -51,9 +54,11 @@ def files(package: str) -> list[Path]:
     return sorted((LIB / package).rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", files("training_jobs"), ids=lambda p: str(p.relative_to(LIB)))
+@pytest.mark.parametrize(
+    "path", [p for e in ENGINES for p in files(e)], ids=lambda p: str(p.relative_to(LIB))
+)
 def test_the_engine_imports_the_standard_library_and_itself_only(path):
-    outside = imported(path) - ENGINE_STDLIB - {"training_jobs"}
+    outside = imported(path) - ENGINE_STDLIB - set(ENGINES)
     assert not outside, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
 
 
