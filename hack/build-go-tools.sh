@@ -247,6 +247,24 @@ build_kueue() {
   ld+=" -X $r/pkg/version.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   go_install kueue "$v" "$ld" "" "$r/cmd/kueue"
 }
+# JobSet's manager (the module root's main package), run on the host by hack/jobset.sh. Built in a
+# copy of its module source: `go install sigs.k8s.io/jobset@VERSION` asks the proxy for the
+# module's version list, which the proxy here refuses (403). Upstream's Makefile names it manager
+# and stamps pkg/version with the tag and its commit (here the commit the proxy reports).
+build_jobset() {
+  local r=sigs.k8s.io/jobset v=$JOBSET_VERSION commit
+  commit=$(go mod download -json "$r@$v" | sed -n 's/.*"Hash": "\(.*\)".*/\1/p')
+  module_source_build jobset "$r" "$v" \
+    "-X $r/pkg/version.GitVersion=$v -X $r/pkg/version.GitCommit=$commit" jobset=.
+}
+
+# Kubeflow Trainer v2's controller manager (cmd/trainer-controller-manager), run on the host by
+# hack/trainer.sh. Upstream's image calls it manager and sets no ldflags; built in a copy of its
+# module source like JobSet, with upstream's own go.sum.
+build_trainer() {
+  module_source_build trainer github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" "" \
+    trainer-controller-manager=./cmd/trainer-controller-manager
+}
 # --- The real node (hack/real-node.sh): on demand only ------------------------------------------
 # kubelet from k8s.io/kubernetes at KUBERNETES_VERSION (the control plane's wrapper technique; its
 # Go build cache makes this cheap), the pod sandbox's pause process and CoreDNS with a few plugins,
@@ -310,6 +328,8 @@ for t in "${tools[@]}"; do
     volcano) build_volcano ;;
     scheduler-plugins) build_scheduler_plugins ;;
     kueue) build_kueue ;;
+    jobset) build_jobset ;;
+    trainer) build_trainer ;;
     kubelet) build_kubelet ;;
     pause) build_pause ;;
     coredns) build_coredns ;;
