@@ -13,12 +13,12 @@ from test_plan_status import LATER, NOW, TF_CHIEF, created, failed, mxjob, ok, p
 from training_jobs import conditions as cond
 from training_jobs import pod_signature
 from training_jobs.idle import IDLE_LABEL, idle_value, parked_pods, pods_digest
+from training_jobs.job_status import MAX_REPORTED_PROBLEMS
 from training_jobs.plan import (
-    DEFAULT_EVICTION_LIMIT,
-    MAX_REPORTED_PROBLEMS,
     plan,
     refused_status_plan,
 )
+from training_jobs.run_policy import DEFAULT_EVICTION_LIMIT
 
 VOLCANO = {"gang_scheduler": "volcano"}
 
