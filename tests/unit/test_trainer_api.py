@@ -322,6 +322,28 @@ def test_runtime_policies(kind: str, operations: list[str]) -> None:
     assert (warned in docs) == (kind == "clustertrainingruntime")
 
 
+def test_every_field_a_policy_reads_exists() -> None:
+    # A misspelt field under optional selection (object.?spec.?trainr) is no type error: the API
+    # server would let the policy pass everything. Every name selected must be a field of the
+    # Trainer schemas, of metadata or request, a CEL function or a variable of the policy.
+    fields = {"metadata", "name", "labels", "annotations", "deletionTimestamp", "operation"}
+    for kind, _, _, _ in KINDS:
+        for path, _ in walk(root(kind)):
+            fields.add(re.split(r"[.\[\]*]+", path.rstrip(".*[]"))[-1])
+    functions = {"orValue", "hasValue", "exists", "all", "map", "filter", "join", "size", "matches"}
+    for file in ("trainjob", "trainingruntime", "clustertrainingruntime"):
+        for name, doc in policies(file).items():
+            spec = doc["spec"]
+            variables = {v["name"] for v in spec.get("variables", [])}
+            cel = [c["expression"] for c in spec.get("matchConditions", [])]
+            cel += [v["expression"] for v in spec.get("variables", [])]
+            cel += [e for v in spec.get("validations", []) for e in (v["expression"], v["messageExpression"])]
+            for expression in cel:
+                code = re.sub(r"'[^']*'", "''", expression)
+                for selected in re.findall(r"\.\s*\??([A-Za-z_]\w*)", code):
+                    assert selected in fields | functions | variables, (name, selected)
+
+
 # --- the built-in runtimes ----------------------------------------------------------------------
 
 # name -> (framework label, ML policy, the trainer job's image), as Trainer v2.3.0's release.
