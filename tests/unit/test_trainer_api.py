@@ -424,3 +424,36 @@ def test_a_broken_runtime_is_seen() -> None:
         ".spec.mlPolicy.mpi.numProcsPerNode: unknown field",
         ".spec.template.spec.successPolicy.operator: 'Most' not in ['All', 'Any']",
     ]
+
+
+# --- samples and the bundle ---------------------------------------------------------------------
+
+TRAINER_SAMPLES = ROOT / "config" / "samples" / "trainer"
+
+
+def test_samples_fit_the_schema_and_name_a_runtime() -> None:
+    listed = yaml.load(Loader=FAST, stream=(TRAINER_SAMPLES / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(
+        p.name for p in TRAINER_SAMPLES.glob("*.yaml") if p.name != "kustomization.yaml"
+    )
+    samples = {}
+    for name in listed:
+        [doc] = list(yaml.load_all(Loader=FAST, stream=(TRAINER_SAMPLES / name).read_text()))
+        assert doc["apiVersion"] == f"{GROUP}/v1alpha1"
+        assert violations({**doc, "metadata": {}}, root(doc["kind"]), "") == [], name
+        samples[doc["kind"]] = doc
+    assert sorted(samples) == ["TrainJob", "TrainingRuntime"]
+    assert samples["TrainJob"]["spec"]["runtimeRef"]["name"] in BUILT_IN
+
+
+def test_the_bundle_owns_the_trainer_crds_with_examples() -> None:
+    csv_path = (
+        ROOT / "config" / "manifests" / "bases" / "ansible-training-operator.clusterserviceversion.yaml"
+    )
+    csv = yaml.load(Loader=FAST, stream=csv_path.read_text())
+    owned = {(o["name"], o["version"], o["kind"]) for o in csv["spec"]["customresourcedefinitions"]["owned"]}
+    for kind, plural, _, _ in KINDS:
+        assert (f"{plural}.{GROUP}", "v1alpha1", kind) in owned
+    # The bundle's validator wants an example of every kind: the samples and the built-in runtimes.
+    inputs = yaml.load(Loader=FAST, stream=(ROOT / "config" / "manifests" / "kustomization.yaml").read_text())
+    assert {"../samples/trainer", "../runtimes"} <= set(inputs["resources"])
