@@ -66,11 +66,11 @@ cluster-down: ## Delete the local cluster
 	hack/cluster.sh down
 
 .PHONY: install
-install: tools ## Install the CRDs and the admission policy into the current cluster
+install: tools ## Install the CRDs, the admission policy and the built-in Trainer runtimes into the current cluster
 	root=$(ROOT); source hack/lib.sh; use_cluster; install_apis
 
 .PHONY: uninstall
-uninstall: ## Remove the CRDs (and every job) and the admission policy from the current cluster
+uninstall: ## Remove the CRDs (and every job and runtime) and the admission policy from the current cluster
 	export KUBECONFIG=$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}; \
 	$(KUBECTL) delete --ignore-not-found -k config/admission; $(KUBECTL) delete --ignore-not-found -k config/crd
 

@@ -2,7 +2,9 @@
 # The operator as a Deployment in the cluster in KUBECONFIG (the local one when unset).
 #
 #   hack/deploy.sh render [DIR]   print `kustomize build DIR` (default config/default) with IMG set
-#   hack/deploy.sh deploy         CRDs, admission policy and the operator (config/default)
+#   hack/deploy.sh deploy         CRDs, admission policy and the operator (config/default), then
+#                                 Trainer v2's built-in runtimes (config/runtimes), once their CRD is
+#                                 established: one apply cannot create a CRD and objects of its kind
 #   hack/deploy.sh undeploy       the operator only (config/operator): namespace, RBAC, Deployment.
 #                                 The CRDs stay, and with them every job: `make uninstall` removes them.
 #
@@ -31,6 +33,7 @@ deploy() {
   log "deploying $IMG"
   render config/default | kubectl apply --server-side --force-conflicts -f - >&2
   kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
+  install_runtimes
   kubectl -n ansible-training-operator-system rollout status deployment/ansible-training-operator-controller-manager \
     --timeout="${DEPLOY_TIMEOUT:-120s}" >&2
 }

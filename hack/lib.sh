@@ -18,13 +18,20 @@ use_cluster() {
   fi
 }
 
-# install_apis: the CRDs, then the admission policy that validates what CRD rules cannot see.
+# install_apis: the CRDs, then the admission policy that validates what CRD rules cannot see, then
+# Kubeflow Trainer's built-in ClusterTrainingRuntimes (which need their CRD established).
 install_apis() {
   kubectl apply --server-side --force-conflicts -k "$root/config/crd" >&2
   kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
   if [ -d "$root/config/admission" ]; then
     kubectl apply --server-side --force-conflicts -k "$root/config/admission" >&2
   fi
+  install_runtimes
+}
+
+# install_runtimes: Trainer v2's built-in runtimes (config/runtimes); the CRDs must be established.
+install_runtimes() {
+  kubectl apply --server-side --force-conflicts -k "$root/config/runtimes" >&2
 }
 
 # operator_identity NAMESPACE KUBECONFIG_OUT: a kubeconfig for the operator's own identity on

@@ -59,7 +59,8 @@ for ns in olm operators; do
   if foreign namespace "$ns"; then log "namespace $ns exists and is not this test's"; exit 2; fi
 done
 our_crds=(tfjobs.kubeflow.org mxjobs.kubeflow.org pytorchjobs.kubeflow.org xgboostjobs.kubeflow.org jaxjobs.kubeflow.org
-  paddlejobs.kubeflow.org mpijobs.kubeflow.org paddlejobs.batch.paddlepaddle.org caffe2jobs.kubeflow.org)
+  paddlejobs.kubeflow.org mpijobs.kubeflow.org paddlejobs.batch.paddlepaddle.org caffe2jobs.kubeflow.org
+  trainjobs.trainer.kubeflow.org trainingruntimes.trainer.kubeflow.org clustertrainingruntimes.trainer.kubeflow.org)
 
 rm -rf "$work"
 mkdir -p "$work/catalog/$package"

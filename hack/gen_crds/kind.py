@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .schema import Schema, string
@@ -20,7 +20,7 @@ class Kind:
     short_names: list[str]
     description: str
     spec: Schema
-    status: Schema
+    status: Schema | None
     root_rules: list[dict[str, Any]]
     columns: list[dict[str, Any]]
     policy: Callable[[Kind], list[dict[str, Any]]] | None = None
@@ -33,6 +33,10 @@ class Kind:
     # watch the kind: the runtime names its controllers <kind>-<version>-controller, without the
     # group, so two PaddleJob v1 watches would collide (docs/architecture.md "Two PaddleJobs").
     runtime_version: str = ""
+    scope: str = "Namespaced"
+    categories: list[str] = field(default_factory=lambda: list(CATEGORIES))
+    # Upstream's Trainer v2 kinds leave spec optional (it has required fields of its own).
+    spec_required: bool = True
 
     @property
     def file(self) -> str:
@@ -56,20 +60,39 @@ STATE_COLUMN = {
 AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
-def crd(k: Kind) -> dict[str, Any]:
-    root = {
-        "description": k.description,
-        "type": "object",
-        "required": ["spec"],
-        "properties": {
-            "apiVersion": string("Versioned schema of this object (group/version)."),
-            "kind": string("REST resource this object represents."),
-            "metadata": {"type": "object"},
-            "spec": k.spec,
-            "status": k.status,
-        },
-        "x-kubernetes-validations": k.root_rules,
+def _root(k: Kind) -> dict[str, Any]:
+    properties = {
+        "apiVersion": string("Versioned schema of this object (group/version)."),
+        "kind": string("REST resource this object represents."),
+        "metadata": {"type": "object"},
+        "spec": k.spec,
     }
+    if k.status is not None:
+        properties["status"] = k.status
+    root: dict[str, Any] = {"description": k.description, "type": "object"}
+    if k.spec_required:
+        root["required"] = ["spec"]
+    root["properties"] = properties
+    if k.root_rules:
+        root["x-kubernetes-validations"] = k.root_rules
+    return root
+
+
+def _version(k: Kind, version: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": version,
+        "served": True,
+        "storage": version == k.version,
+        "schema": {"openAPIV3Schema": _root(k)},
+    }
+    if k.status is not None:
+        out["subresources"] = {"status": {}, **({"scale": k.scale} if k.scale else {})}
+    if k.columns:
+        out["additionalPrinterColumns"] = k.columns
+    return out
+
+
+def crd(k: Kind) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -85,20 +108,9 @@ def crd(k: Kind) -> dict[str, Any]:
                 "plural": k.plural,
                 "singular": k.singular,
                 "shortNames": k.short_names,
-                "categories": CATEGORIES,
+                "categories": k.categories,
             },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": version == k.version,
-                    "schema": {"openAPIV3Schema": root},
-                    "subresources": {"status": {}, **({"scale": k.scale} if k.scale else {})},
-                    "additionalPrinterColumns": k.columns,
-                }
-                for version in [k.version, k.runtime_version]
-                if version
-            ],
+            "scope": k.scope,
+            "versions": [_version(k, version) for version in [k.version, k.runtime_version] if version],
         },
     }

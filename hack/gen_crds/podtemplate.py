@@ -23,6 +23,9 @@ from typing import Any
 from .schema import QUANTITY, ROOT, Schema
 
 DOCUMENT = "api/openapi-spec/v3/api__v1_openapi.json"
+# batch/v1's document, for the Job templates of a JobSet (Trainer v2's runtimes).
+BATCH_DOCUMENT = "api/openapi-spec/v3/apis__batch__v1_openapi.json"
+BATCH_PREFIX = "io.k8s.api.batch.v1."
 PREFIX = "#/components/schemas/"
 
 # Keywords of an OpenAPI schema that a CRD schema keeps; the rest (x-kubernetes-patch-*,
@@ -85,14 +88,14 @@ def kubernetes_version() -> str:
     raise RuntimeError("versions.env has no KUBERNETES_VERSION")
 
 
-def openapi_document(version: str) -> Path:
-    """The document in the Go module cache; the module is downloaded from the proxy if missing."""
+def openapi_document(version: str, document: str = DOCUMENT) -> Path:
+    """A document in the Go module cache; the module is downloaded from the proxy if missing."""
     go_env = {**os.environ, "GOFLAGS": "-mod=mod"}
     module = f"k8s.io/kubernetes@{version}"
     cache = subprocess.run(
         ["go", "env", "GOMODCACHE"], check=True, capture_output=True, text=True, env=go_env
     ).stdout.strip()
-    path = Path(cache) / module / DOCUMENT
+    path = Path(cache) / module / document
     if not path.exists():
         subprocess.run(["go", "mod", "download", module], check=True, env=go_env, cwd="/")
     return path
@@ -100,8 +103,11 @@ def openapi_document(version: str) -> Path:
 
 @functools.cache
 def _definitions() -> dict[str, Schema]:
-    document = json.loads(openapi_document(kubernetes_version()).read_text())
-    return document["components"]["schemas"]
+    """core/v1's definitions and batch/v1's own; the batch document repeats core's, which win."""
+    version = kubernetes_version()
+    core = json.loads(openapi_document(version).read_text())["components"]["schemas"]
+    batch = json.loads(openapi_document(version, BATCH_DOCUMENT).read_text())["components"]["schemas"]
+    return {**{k: v for k, v in batch.items() if k.startswith(BATCH_PREFIX)}, **core}
 
 
 def _default(value: Any) -> bool:
@@ -120,7 +126,7 @@ def _convert(node: Schema, definitions: dict[str, Schema], path: tuple[str, ...]
                 name: _convert(child, definitions, path) for name, child in sorted(node["properties"].items())
             }
         if "items" in node:
-            out["items"] = _keyed(
+            out["items"] = keyed(
                 _convert(node["items"], definitions, path), node.get("x-kubernetes-list-map-keys")
             )
         if isinstance(node.get("additionalProperties"), dict):
@@ -130,7 +136,7 @@ def _convert(node: Schema, definitions: dict[str, Schema], path: tuple[str, ...]
     return out
 
 
-def _keyed(item: Schema, keys: list[str] | None) -> Schema:
+def keyed(item: Schema, keys: list[str] | None) -> Schema:
     """A list-map key must be required or defaulted: an optional key gets the pod API's zero value
     (``imagePullSecrets[].name`` is keyed and defaults to "")."""
     for key in keys or []:
@@ -150,10 +156,16 @@ def definition(name: str, definitions: dict[str, Schema], path: tuple[str, ...] 
 
 
 @functools.cache
-def _pod_template_spec() -> str:
-    return json.dumps(definition("io.k8s.api.core.v1.PodTemplateSpec", _definitions()))
+def _api_schema(name: str) -> str:
+    return json.dumps(definition(name, _definitions()))
+
+
+def api_schema(name: str) -> Schema:
+    """A fresh copy of a Kubernetes API type's schema (``io.k8s.api.core.v1.Volume``): callers
+    change descriptions and requirements."""
+    return json.loads(_api_schema(name))
 
 
 def pod_template_spec() -> Schema:
-    """A fresh copy of the PodTemplateSpec schema: callers change descriptions and requirements."""
-    return json.loads(_pod_template_spec())
+    """A fresh copy of the PodTemplateSpec schema."""
+    return api_schema("io.k8s.api.core.v1.PodTemplateSpec")

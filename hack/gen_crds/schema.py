@@ -71,3 +71,8 @@ def rule(expr: str, message: str, message_expression: str | None = None, **extra
 def quantity_map(description: str) -> Schema:
     """Same shape as core/v1 ResourceList: quantities by resource name."""
     return {"description": description, "type": "object", "additionalProperties": dict(QUANTITY)}
+
+
+def described(description: str, schema: Schema, **extra: Any) -> Schema:
+    """``schema`` (an API type's, without text) with a description first and ``extra`` keywords."""
+    return {"description": description, **schema, **extra}

@@ -44,6 +44,15 @@ EXPECTED_IN_JOB_NAMESPACE = {
     # An MPIJob's launcher: its ServiceAccount, Role (patched as workers change) and RoleBinding;
     # pods get and pods/exec create because the launcher Role grants them.
     ("", "pods/exec"): {"create"},
+    # Kubeflow Trainer v2: TrainJobs as the jobs, their runtimes read, their JobSets, and an MPI
+    # TrainJob's SSH key Secret, created only.
+    ("trainer.kubeflow.org", "trainjobs"): {"get", "list", "watch", "patch"},
+    ("trainer.kubeflow.org", "trainjobs/status"): {"patch"},
+    ("trainer.kubeflow.org", "trainjobs/finalizers"): {"update"},
+    ("trainer.kubeflow.org", "trainingruntimes"): {"get", "list", "watch"},
+    ("trainer.kubeflow.org", "clustertrainingruntimes"): {"get", "list", "watch"},
+    ("jobset.x-k8s.io", "jobsets"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("", "secrets"): {"create"},
     ("", "serviceaccounts"): {"list", "watch", "create", "delete"},
     ("rbac.authorization.k8s.io", "roles"): {"list", "watch", "create", "patch", "delete"},
     ("rbac.authorization.k8s.io", "rolebindings"): {"list", "watch", "create", "delete"},

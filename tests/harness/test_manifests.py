@@ -19,7 +19,7 @@ RECOMMENDED = {
     "app.kubernetes.io/part-of": "ansible-training-operator",
     "app.kubernetes.io/managed-by": "kustomize",
 }
-COMPONENTS = {"api", "admission", "rbac", "manager", "metrics"}
+COMPONENTS = {"api", "admission", "rbac", "manager", "metrics", "runtimes"}
 
 
 @functools.cache
@@ -35,7 +35,7 @@ def labelled(obj: dict) -> bool:
     return RECOMMENDED.items() <= labels.items() and labels.get("app.kubernetes.io/component") in COMPONENTS
 
 
-@pytest.mark.parametrize("directory", ["default", "network-policy", "prometheus"])
+@pytest.mark.parametrize("directory", ["default", "runtimes", "network-policy", "prometheus"])
 def test_every_object_carries_the_recommended_labels(directory: str) -> None:
     unlabelled = [f"{o['kind']}/{o['metadata']['name']}" for o in render(directory) if not labelled(o)]
     assert not unlabelled

@@ -10,6 +10,22 @@ from .mxjob import mxjob
 from .paddlejob import paddlejob
 from .pytorchjob import pytorchjob
 from .tfjob import tfjob
+from .trainingruntime import clustertrainingruntime, trainingruntime
+from .trainjob import trainjob
 from .xgboostjob import xgboostjob
 
-KINDS = [tfjob, mxjob, pytorchjob, xgboostjob, jaxjob, kubeflow_paddlejob, mpijob, paddlejob, caffe2job]
+KINDS = [
+    tfjob,
+    mxjob,
+    pytorchjob,
+    xgboostjob,
+    jaxjob,
+    kubeflow_paddlejob,
+    mpijob,
+    paddlejob,
+    caffe2job,
+    # Kubeflow Trainer v2.
+    trainjob,
+    trainingruntime,
+    clustertrainingruntime,
+]
