@@ -312,10 +312,9 @@ build_coredns() {
 }
 # --- end of the real node ------------------------------------------------------------------------
 
-tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(kube etcd kwok ansible-operator operator-sdk kustomize)
-for t in "${tools[@]}"; do
-  case $t in
+# build TOOL: build one tool (if not cached) and link it.
+build() {
+  case $1 in
     kube) build_kube ;;
     etcd) build_etcd ;;
     kwok) build_kwok ;;
@@ -333,6 +332,19 @@ for t in "${tools[@]}"; do
     kubelet) build_kubelet ;;
     pause) build_pause ;;
     coredns) build_coredns ;;
-    *) log "unknown tool: $t"; exit 2 ;;
+    *) log "unknown tool: $1"; exit 2 ;;
   esac
+}
+
+# Two builds of one tool at once (make test's background build, and a make target or a test run
+# meanwhile) would share its output and source directories: the second waits for the first under
+# a lock of the tool's own, then finds it built.
+mkdir -p "$cache/locks"
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(kube etcd kwok ansible-operator operator-sdk kustomize)
+for t in "${tools[@]}"; do
+  (
+    flock 9
+    build "$t"
+  ) 9>"$cache/locks/$t.lock"
 done
