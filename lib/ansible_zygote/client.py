@@ -6,7 +6,8 @@ before the process the runtime started is gone (the runtime's event API fails on
 after it).
 
 It execs the real program instead - the same process, argv and environment - when
-``ANSIBLE_ZYGOTE=false``, when no server answers, or when the server says so (no warm template
+``ANSIBLE_ZYGOTE=false``, when no server answers, when the one listening runs as another user,
+or when the server says so (no warm template
 for this environment yet, see :mod:`ansible_zygote.server`).
 
 Started with ``python3 -S`` twice per reconcile, so its own start is part of every run's cost:
@@ -145,10 +146,17 @@ def request(program: str, real: str) -> dict:
 
 
 def connect(path: str) -> _socket.socket | None:
+    """A connection to the server, only if it runs as this user (``SO_PEERCRED``): whoever else
+    listens on the path would receive the run's environment and stdio, and could answer for it."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     try:
         sock.connect(path)
+        # struct ucred: pid, uid, gid (32-bit each).
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     except OSError:
+        sock.close()
+        return None
+    if int.from_bytes(cred[4:8], sys.byteorder) != os.geteuid():
         sock.close()
         return None
     return sock

@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ansible_zygote import wire
+from ansible_zygote import socket_dir, wire
 
 # Set per run (by the runtime's input dir and by ansible-runner) and read only after the child
 # starts: by the runtime's kubeconfig users, awx_display at its import, and the fact cache (re-read
@@ -149,6 +149,8 @@ class Server:
     def __init__(self, path: str, retire_after: int = RETIRE_AFTER):
         self.path = path
         self.retire_after = retire_after
+        # Raises NotPrivate for a directory another user could write (socket_dir).
+        socket_dir.ensure_private(os.path.dirname(os.path.abspath(path)))
         self.listener = wire.seqpacket()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -340,7 +342,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     # Tests retire templates after a few runs to exercise the hand-over.
-    server = Server(args.socket, int(os.environ.get("ANSIBLE_ZYGOTE_RETIRE_AFTER") or RETIRE_AFTER))
+    try:
+        server = Server(args.socket, int(os.environ.get("ANSIBLE_ZYGOTE_RETIRE_AFTER") or RETIRE_AFTER))
+    except (socket_dir.NotPrivate, OSError) as err:
+        # The clients exec the real programs meanwhile; supervise.sh tries again later.
+        log(f"cannot serve on {args.socket}: {err}")
+        sys.exit(1)
     log(f"serving {', '.join(SERVED)} on {args.socket}")
 
     def alive() -> bool:

@@ -5,11 +5,11 @@
 #
 #   supervise.sh OPERATOR_PID SOCKET
 #
-# POSIX sh: the image's entrypoint runs it with /bin/sh.
+# The server makes the socket's directory (mode 0700) and refuses one another user could write
+# (lib/ansible_zygote/socket_dir.py). POSIX sh: the image's entrypoint runs it with /bin/sh.
 operator=$1 socket=$2
 lib=$(cd "$(dirname "$0")/.." && pwd)
 trap 'exit 0' INT TERM
-mkdir -p "$(dirname "$socket")"
 while kill -0 "$operator" 2>/dev/null; do
   # Warm the templates for the operator's runs before its first reconcile (prewarm.py), beside
   # the server; the run has the operator's environment (PYTHONPATH is only the server's).
