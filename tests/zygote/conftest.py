@@ -59,3 +59,26 @@ def warm(server, work: Path):
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
     return env
+
+
+def ready_templates(log: Path) -> int:
+    return log.read_text().count(" ready")
+
+
+def wait_for_templates(socket_path: str, log: Path, count: int) -> None:
+    """``count`` templates have said ready so far, and none is warming."""
+    deadline = time.monotonic() + HANG_S
+    while ready_templates(log) < count or harness.stats(socket_path).get("warming"):
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+
+
+def own_templates(server, work: Path, case: str, extra: dict | None = None) -> dict:
+    """The operator's environment with a variable of the test's own (so a fingerprint, and
+    templates, that no other test uses: a test may kill or break them), its templates warm."""
+    socket_path, log, _ = server
+    env = harness.operator_env(socket_path, {"ZYGOTE_TEST_CASE": case, **(extra or {})})
+    ready = ready_templates(log)
+    harness.run(work, f"{case}-warm-up", PLAYBOOKS / "success.yml", env, zygote=True)
+    wait_for_templates(socket_path, log, ready + 2)
+    return env

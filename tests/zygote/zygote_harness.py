@@ -17,6 +17,7 @@ import socket
 import socketserver
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,8 +168,8 @@ def delta(before: dict, after: dict) -> dict:
     return {program: after.get(program, 0) - before.get(program, 0) for program in after}
 
 
-def served(socket_path: str) -> dict:
-    """How many runs the server has handed to a template so far, per program."""
+def stats(socket_path: str) -> dict:
+    """The server's {"stats": true} answer, {} when no server answers."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.connect(socket_path)
@@ -176,7 +177,12 @@ def served(socket_path: str) -> dict:
         return {}
     with sock:
         sock.sendall(json.dumps({"stats": True}).encode())
-        return json.loads(sock.recv(65536))["served"]
+        return json.loads(sock.recv(65536))
+
+
+def served(socket_path: str) -> dict:
+    """How many runs the server has handed to a template so far, per program."""
+    return stats(socket_path).get("served", {})
 
 
 def run(
@@ -187,9 +193,13 @@ def run(
     zygote: bool,
     cancel_on: str = "",
     cancel_signal: int = signal.SIGTERM,
+    cancel_once: Path | None = None,
+    timeout: float | None = None,
 ) -> Result:
     """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: send ``cancel_signal``
-    to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path)."""
+    to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path),
+    once the file ``cancel_once`` exists if given (the task has reached a point of its own). A
+    run that takes longer than ``timeout`` seconds is killed and fails the test."""
     run_dir = work / name
     sink = Sink(str(work / f"{name}.sock"))
     write_input_dir(run_dir, sink.path, str(work / "kubeconfig"))
@@ -203,11 +213,19 @@ def run(
     def cancel(event: dict) -> None:
         task = (event.get("event_data") or {}).get("task", "")
         if cancel_on and event.get("event") == "runner_on_start" and task == cancel_on:
+            while cancel_once is not None and not cancel_once.exists() and proc.poll() is None:
+                time.sleep(0.05)
             proc.send_signal(cancel_signal)
 
     sink.on_event = cancel
     before = served(env["ANSIBLE_ZYGOTE_SOCKET"])
-    output, _ = proc.communicate()
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        sink.stop()
+        raise AssertionError(f"{name}: the run hung (still running after {timeout} s)") from None
     after = served(env["ANSIBLE_ZYGOTE_SOCKET"])
     sink.close()
     sink.stop()
