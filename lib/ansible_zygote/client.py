@@ -223,11 +223,21 @@ def wait_for_orphan(pid: int) -> None:
 def exit_like(status: dict) -> None:
     if "killed" in status:
         signum = int(status["killed"])
-        _signal.signal(signum, _signal.SIG_DFL)
+        if signum != _signal.SIGKILL:  # cannot be caught, so its action is the default already
+            _signal.signal(signum, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [signum])
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
     os._exit(int(status.get("exit", 1)))
+
+
+def exit_unknown(program: str, pid: int) -> None:
+    """The template that ran the child ended before it (killed, or a fault of its own): the
+    child has exited now, but its status went with its parent. Say so, and fail the run (the
+    runtime runs the reconcile again)."""
+    message = f"ansible-zygote: the template running this {program} (pid {pid}) ended before it: its exit status is unknown\n"
+    os.write(2, message.encode(errors="replace"))
+    os._exit(1)
 
 
 def main(program: str) -> None:
@@ -244,6 +254,6 @@ def main(program: str) -> None:
         status = receive(sock)  # type: ignore[arg-type]
         if status is None:
             wait_for_orphan(pid)  # type: ignore[arg-type]
-            os._exit(1)
-        if "exit" in status or "killed" in status:
+            exit_unknown(program, pid)  # type: ignore[arg-type]
+        elif "exit" in status or "killed" in status:
             exit_like(status)

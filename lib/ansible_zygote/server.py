@@ -303,20 +303,29 @@ class Server:
             self.reap()
 
     def shutdown(self, grace: float = 10.0) -> None:
-        """Stop answering, let the templates finish their children, then make sure none is left."""
+        """Stop answering, let the templates finish their children; after ``grace``, have them
+        kill their children (each run is then reported as killed, SIGTERM to the template), and
+        at last make sure none is left."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         self.listener.close()
         for template in [*self.templates.values(), *self.successors.values()]:
             self.forget(template)
-        deadline = time.monotonic() + grace
-        while self.retired and time.monotonic() < deadline:
-            self.reap()
-            time.sleep(0.1)
+        self.wait_for_retired(grace)
+        for template in self.retired:
+            with contextlib.suppress(OSError):
+                template.proc.terminate()
+        self.wait_for_retired(5.0)
         for template in self.retired:
             with contextlib.suppress(OSError):
                 os.killpg(template.proc.pid, signal.SIGKILL)
             template.proc.wait()
+
+    def wait_for_retired(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.retired and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.1)
 
 
 def pid_alive(pid: int) -> bool:

@@ -402,7 +402,20 @@ class Children:
             self.selector.unregister(self.control)
             self.accepting = False
             return
+        if not self.accepting:
+            # Stopping (SIGTERM): the client, left without an answer, execs the real program.
+            for fd in fds:
+                os.close(fd)
+            return
         self.spawn(message, fds)
+
+    def stop(self, _signum=None, _frame=None) -> None:
+        """SIGTERM, from a server whose stop has waited long enough: kill every run's group now,
+        so that each is reaped and reported as killed (dying with them would leave their clients
+        without any status)."""
+        self.accepting = False
+        for pid in list(self.pidfds):
+            _kill_group(pid)
 
     def serve(self) -> None:
         while self.accepting or self.pidfds:
@@ -450,7 +463,9 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     wire.send(control, {"ready": True, "watched": project_files()})
-    Children(control).serve()
+    children = Children(control)
+    signal.signal(signal.SIGTERM, children.stop)
+    children.serve()
 
 
 if __name__ == "__main__":

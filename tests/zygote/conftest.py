@@ -26,10 +26,10 @@ def work():
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def server(work: Path):
-    socket_path = str(work / "server.sock")
-    log = work / "server.log"
+def start_server(work: Path, name: str) -> tuple[str, Path, subprocess.Popen]:
+    """A zygote server in ``work`` as hack/run.sh starts it, listening."""
+    socket_path = str(work / name / "server.sock")
+    log = work / f"{name}.log"
     # Templates retire after 3 runs here (200 in the operator): every case also crosses a
     # hand-over to a successor, which must not make any run fall back.
     env = {**os.environ, "PYTHONPATH": str(harness.ROOT / "lib"), "ANSIBLE_ZYGOTE_RETIRE_AFTER": "3"}
@@ -43,9 +43,19 @@ def server(work: Path):
     while not os.path.exists(socket_path):
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.05)
-    yield socket_path, log, proc.pid
+    return socket_path, log, proc
+
+
+def stop_server(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def server(work: Path):
+    socket_path, log, proc = start_server(work, "server")
+    yield socket_path, log, proc.pid
+    stop_server(proc)
 
 
 @pytest.fixture(scope="session")

@@ -195,11 +195,13 @@ def run(
     cancel_signal: int = signal.SIGTERM,
     cancel_once: Path | None = None,
     timeout: float | None = None,
+    cancel_pid=None,
 ) -> Result:
     """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: send ``cancel_signal``
     to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path),
     once the file ``cancel_once`` exists if given (the task has reached a point of its own). A
-    run that takes longer than ``timeout`` seconds is killed and fails the test."""
+    run that takes longer than ``timeout`` seconds is killed and fails the test. ``cancel_pid``:
+    a function that names the process to signal instead (one of the zygote's)."""
     run_dir = work / name
     sink = Sink(str(work / f"{name}.sock"))
     write_input_dir(run_dir, sink.path, str(work / "kubeconfig"))
@@ -215,7 +217,7 @@ def run(
         if cancel_on and event.get("event") == "runner_on_start" and task == cancel_on:
             while cancel_once is not None and not cancel_once.exists() and proc.poll() is None:
                 time.sleep(0.05)
-            proc.send_signal(cancel_signal)
+            os.kill(cancel_pid() if cancel_pid else proc.pid, cancel_signal)
 
     sink.on_event = cancel
     before = served(env["ANSIBLE_ZYGOTE_SOCKET"])
