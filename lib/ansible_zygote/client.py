@@ -170,12 +170,18 @@ def send(sock: _socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None
 
 
 def receive(sock: _socket.socket) -> dict | None:
-    """One message, or None once the server is gone."""
-    try:
-        data = sock.recv(MAX_MESSAGE)
-    except ConnectionResetError:
-        return None
-    return decode(data.decode()) if data else None
+    """One message, or None once the server is gone.
+
+    A peer that closes its end with messages of ours unread (a signal forwarded as the child
+    exits) resets the connection, and the reset is reported before the messages it had queued
+    for us (the child's status): read once more after it."""
+    for _ in range(2):
+        try:
+            data = sock.recv(MAX_MESSAGE)
+        except ConnectionResetError:
+            continue
+        return decode(data.decode()) if data else None
+    return None
 
 
 def start(sock: _socket.socket, program: str, real: str) -> int | None:

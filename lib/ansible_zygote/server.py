@@ -298,7 +298,8 @@ class Server:
             for key, _ in self.selector.select(timeout=1.0):
                 if key.data is None:
                     self.on_client()
-                else:
+                elif key.data.control.fileno() >= 0:
+                    # (Closed: forgotten earlier in this batch, its message is of no use now.)
                     self.on_template(key.data)
             self.reap()
 

@@ -423,6 +423,9 @@ class Children:
                 kind, pid = key.data
                 if kind == "control":
                     self.on_control()
+                elif pid not in self.pidfds:
+                    # Reaped earlier in this batch (its exit came before its client's signal).
+                    continue
                 elif kind == "client":
                     self.on_client(pid)
                 else:
