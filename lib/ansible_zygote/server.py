@@ -45,6 +45,11 @@ IGNORED = ("PWD", "OLDPWD", "_", "SHLVL")
 SERVED = ("ansible-runner", "ansible-playbook")
 RETIRE_AFTER = 200
 MAX_TEMPLATES = 6
+# A template that failed to warm (it crashed, or could not be started) is not tried again for
+# its fingerprint before this many seconds, doubled after each further failure up to the cap:
+# each try is a full Ansible import, and the same environment most likely fails the same way.
+BACKOFF_S = 10.0
+MAX_BACKOFF_S = 600.0
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "template.py")
 
 
@@ -165,6 +170,8 @@ class Server:
         self.retired: list[Template] = []
         # Fingerprints whose warm-up printed something: always exec'ed (see template.py).
         self.declined: set[str] = set()
+        # Per fingerprint whose templates failed to warm: failures in a row, and when to try again.
+        self.failures: dict[str, tuple[int, float]] = {}
         # Runs handed to a template, per program: what {"stats": true} answers (tests, debugging,
         # the benchmark), with the number of templates and of those still warming.
         self.served: dict[str, int] = dict.fromkeys(SERVED, 0)
@@ -200,7 +207,7 @@ class Server:
             return
         with contextlib.suppress(OSError):
             wire.send(conn, {"exec": "no warm template for this environment"})
-        if key and key not in self.templates and key not in self.declined:
+        if key and key not in self.templates and key not in self.declined and not self.backing_off(key):
             self.add_template(key, request)
 
     def warming(self) -> int:
@@ -231,15 +238,37 @@ class Server:
         template.served += 1
         template.used = time.monotonic()
         self.served[request["program"]] += 1
-        if template.served >= self.retire_after and template.key not in self.successors:
+        if (
+            template.served >= self.retire_after
+            and template.key not in self.successors
+            and not self.backing_off(template.key)
+        ):
             # It keeps serving until its successor is ready: no run falls back meanwhile.
-            self.successors[template.key] = self.start(template.key, request)
+            successor = self.start(template.key, request)
+            if successor is not None:
+                self.successors[template.key] = successor
         return True
 
-    def start(self, key: str, request: dict) -> Template:
-        template = start_template(key, request)
+    def start(self, key: str, request: dict) -> Template | None:
+        """A new template, or None when it cannot be started (no memory or pids left to fork)."""
+        try:
+            template = start_template(key, request)
+        except OSError as err:
+            log(f"cannot start a template: {err}")
+            self.failed(key)
+            return None
         self.selector.register(template.control, selectors.EVENT_READ, template)
         return template
+
+    def backing_off(self, key: str) -> bool:
+        return key in self.failures and time.monotonic() < self.failures[key][1]
+
+    def failed(self, key: str) -> None:
+        """A template for ``key`` failed to warm: wait before the next try, longer each time."""
+        count = self.failures.get(key, (0, 0.0))[0] + 1
+        pause = min(BACKOFF_S * 2 ** (count - 1), MAX_BACKOFF_S)
+        self.failures[key] = (count, time.monotonic() + pause)
+        log(f"no new template for this environment in the next {pause:.0f} s ({count} failed in a row)")
 
     def add_template(self, key: str, request: dict) -> None:
         if len(self.templates) >= MAX_TEMPLATES:
@@ -251,35 +280,39 @@ class Server:
                 log(
                     f"{request['program']}: a new template, its fingerprint differs in {differences(key, other)}"
                 )
-        try:
-            self.templates[key] = self.start(key, request)
-        except OSError as err:
-            log(f"cannot start a template: {err}")
+        template = self.start(key, request)
+        if template is not None:
+            self.templates[key] = template
 
     def on_template(self, template: Template) -> None:
         message, fds = wire.recv(template.control)
         for fd in fds:
             os.close(fd)
         if message is None:
-            log(f"template pid {template.proc.pid} ended")
+            log(f"template pid {template.proc.pid} ended{'' if template.ready else ' while warming'}")
+            if not template.ready:
+                self.failed(template.key)
             self.forget(template)
         elif not message.get("ready"):
             self.declined.add(template.key)
             self.forget(template)
-        elif self.successors.get(template.key) is template:
-            old = self.templates.get(template.key)
-            if old is not None:
-                log(f"retiring template pid {old.proc.pid} after {old.served} runs")
-                self.forget(old)
-            del self.successors[template.key]
-            template.watched = message.get("watched", [])
-            template.ready = True
-            self.templates[template.key] = template
-            log(f"template pid {template.proc.pid} ready (a successor)")
         else:
+            self.failures.pop(template.key, None)
             template.watched = message.get("watched", [])
             template.ready = True
+            self.on_ready(template)
+
+    def on_ready(self, template: Template) -> None:
+        if self.successors.get(template.key) is not template:
             log(f"template pid {template.proc.pid} ready")
+            return
+        old = self.templates.get(template.key)
+        if old is not None:
+            log(f"retiring template pid {old.proc.pid} after {old.served} runs")
+            self.forget(old)
+        del self.successors[template.key]
+        self.templates[template.key] = template
+        log(f"template pid {template.proc.pid} ready (a successor)")
 
     def forget(self, template: Template) -> None:
         """Closing its control socket tells a template to finish its children and exit."""
