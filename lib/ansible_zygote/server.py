@@ -65,6 +65,22 @@ def file_identity(path: str) -> list | None:
     return [os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino]
 
 
+# A watched file modified while its template was starting (see template.project_files).
+EDITED = "edited"
+
+
+def listing(path: str) -> list[str] | None:
+    """A plugin directory's entries (without Python's bytecode cache), None when absent."""
+    try:
+        return sorted(name for name in os.listdir(path) if name != "__pycache__")
+    except OSError:
+        return None
+
+
+def watched_identity(kind: str, path: str) -> list | None:
+    return file_identity(path) if kind == "file" else listing(path)
+
+
 def config_files(env: dict, cwd: str) -> list[str]:
     """Every file ansible-core's find_ini_config_file may pick, in its order."""
     files = []
@@ -124,7 +140,8 @@ class Template:
     control: socket.socket
     ready: bool = False
     served: int = 0
-    # Identities of the project files the template imported (its plugins, lib/): see stale().
+    # [kind, path, identity] of the project files the template imported (its plugins, lib/) and
+    # of the plugin directories it listed: see stale().
     watched: list = field(default_factory=list)
     used: float = field(default_factory=time.monotonic)
 
@@ -216,10 +233,15 @@ class Server:
         return sum(not t.ready for t in [*self.templates.values(), *self.successors.values()])
 
     def stale(self, template: Template) -> bool:
-        """A project file the template imported has changed since (an edited plugin): the
-        template and its warming successor are retired, and the run falls back like any other
-        changed fingerprint, so the edit is seen from this run on."""
-        changed = [w[0] for w in template.watched if file_identity(w[0]) != w]
+        """A project file the template imported has changed since (an edited plugin), or a
+        plugin directory it listed has other entries (a new plugin): the template and its warming
+        successor are retired, and the run falls back like any other changed fingerprint, so the
+        change is seen from this run on."""
+        changed = [
+            path
+            for kind, path, seen in template.watched
+            if seen == EDITED or watched_identity(kind, path) != seen
+        ]
         if not changed:
             return False
         log(f"retiring template pid {template.proc.pid}: {', '.join(changed)} changed")

@@ -239,10 +239,13 @@ def preload_project_plugins() -> None:
 
 
 def project_files() -> list[list]:
-    """The identity of every imported module file that is neither Python's, the environment's
-    (ansible-core and the rest of site-packages are in the fingerprint through the programs'
-    scripts) nor the zygote's own: the project's plugins and ``lib/``."""
-    from ansible_zygote.server import file_identity
+    """What the server checks before every run (``server.changed``): the identity of every
+    imported module file that is neither Python's, the environment's (ansible-core and the rest
+    of site-packages are in the fingerprint through the programs' scripts) nor the zygote's own
+    (the project's plugins and ``lib/``), and the listing of every plugin directory that the
+    template's loaders have searched (they keep what they found: a plugin added later would be
+    "couldn't resolve" in every run)."""
+    from ansible_zygote.server import EDITED, watched_identity
 
     installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     ours = os.path.dirname(os.path.realpath(__file__)) + os.sep
@@ -254,9 +257,37 @@ def project_files() -> list[list]:
         real = os.path.realpath(path)
         if not real.startswith((ours, *installed)):
             files.add(real)
-    identities = [identity for identity in map(file_identity, sorted(files)) if identity]
-    # Edited while this template was importing it: which version it has is unknown.
-    return [[i[0], None] if i[2] >= STARTED_NS else i for i in identities]
+    entries = [["file", path] for path in sorted(files)] + [["dir", path] for path in plugin_directories()]
+    watched = []
+    for kind, path in entries:
+        # Modified while this template was starting: which version it has is unknown.
+        st = _stat(path)
+        seen = EDITED if st and st.st_mtime_ns >= STARTED_NS else watched_identity(kind, path)
+        if kind == "dir" or seen is not None:
+            watched.append([kind, path, seen])
+    return watched
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def plugin_directories() -> list[str]:
+    """The directories (configured, and those found one or two levels below) that a plugin
+    loader of this template has computed as its search path, existing or not (a plugin
+    directory made later would be searched by a process of its own); not ansible-core's own."""
+    loader = sys.modules.get("ansible.plugins.loader")
+    if loader is None:
+        return []
+    directories: set[str] = set()
+    for value in vars(loader).values():
+        if isinstance(value, loader.PluginLoader) and value._paths is not None:
+            directories.update(p.path for p in value._paths if not p.internal)
+            directories.update(os.path.abspath(os.path.expanduser(p)) for p in value.config or ())
+    return sorted(d for d in directories if os.path.basename(d) != "__pycache__")
 
 
 def preload_project() -> None:

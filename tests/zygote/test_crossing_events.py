@@ -116,7 +116,9 @@ def test_a_template_retired_earlier_in_the_same_batch(tmp_path: Path):
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     changed = str(tmp_path / "plugin.py")
     Path(changed).write_text("")
-    stale = zygote_server.Template(key, _Ended(), ours, ready=True, watched=[[changed, 0, 0, 0]])  # type: ignore[arg-type]
+    stale = zygote_server.Template(
+        key, _Ended(), ours, ready=True, watched=[["file", changed, [changed, 0, 0, 0]]]
+    )  # type: ignore[arg-type]
     server.templates[key] = stale
     server.selector.register(ours, zygote_server.selectors.EVENT_READ, stale)
     server.declined.add(key)  # no new template for it: the test is about the one batch
