@@ -130,9 +130,12 @@ def ignored_signals() -> list[int]:
     return [int(s) for s in FORWARDED if _signal.getsignal(s) == _signal.SIG_IGN]
 
 
-def request(program: str, real: str) -> dict:
+def request(program: str, real: str, blocked: set | None = None) -> dict:
+    """``blocked``: the signal mask to give the child (this process's own, by default)."""
     umask = os.umask(0o022)
     os.umask(umask)
+    if blocked is None:
+        blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, [])
     return {
         "program": program,
         "real": real,
@@ -141,7 +144,7 @@ def request(program: str, real: str) -> dict:
         "cwd": os.getcwd(),
         "umask": umask,
         "ignored": ignored_signals(),
-        "blocked": sorted(int(s) for s in _signal.pthread_sigmask(_signal.SIG_BLOCK, [])),
+        "blocked": sorted(int(s) for s in blocked),
     }
 
 
@@ -184,10 +187,10 @@ def receive(sock: _socket.socket) -> dict | None:
     return None
 
 
-def start(sock: _socket.socket, program: str, real: str) -> int | None:
+def start(sock: _socket.socket, program: str, real: str, blocked: set) -> int | None:
     """The child's pid, or None when the server tells us to exec the real program."""
     try:
-        send(sock, request(program, real), (0, 1, 2))
+        send(sock, request(program, real, blocked), (0, 1, 2))
         reply = receive(sock)
     except OSError:
         return None
@@ -251,11 +254,17 @@ def main(program: str) -> None:
     path = os.environ.get("ANSIBLE_ZYGOTE_SOCKET", "")
     if real is None or not path or os.environ.get("ANSIBLE_ZYGOTE", "true").lower() == "false":
         exec_real(real, program)
+    # Until there is a child to forward them to, signals wait (a SIGTERM now would kill this
+    # process and so SIGKILL the run, where ansible-runner would have cancelled it); an exec'ed
+    # real program gets them as it starts, as if they had come a moment later.
+    blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, FORWARDED)
     sock = connect(path)
-    pid = start(sock, program, real) if sock else None  # type: ignore[arg-type]
+    pid = start(sock, program, real, blocked) if sock else None  # type: ignore[arg-type]
     if pid is None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
         exec_real(real, program)
     forward_signals(sock, pid)  # type: ignore[arg-type]
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
     while True:
         status = receive(sock)  # type: ignore[arg-type]
         if status is None:

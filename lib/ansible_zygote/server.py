@@ -148,10 +148,12 @@ class Template:
 
 def start_template(key: str, request: dict) -> Template:
     """A template process for the request's fingerprint: its environment without the per-run
-    variables, a fresh hash seed, a session of its own (terminal signals meant for the operator
+    variables, a fresh hash seed (unless the environment sets one), a session of its own (terminal signals meant for the operator
     must not reach it), a control socket to this server."""
     env = {k: v for k, v in request["env"].items() if k not in PER_RUN}
-    env["PYTHONHASHSEED"] = str(secrets.randbelow(2**32))
+    # A seed the operator set (it is in the fingerprint) is the real programs' seed too.
+    if env.get("PYTHONHASHSEED", "random") == "random":
+        env["PYTHONHASHSEED"] = str(secrets.randbelow(2**32))
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     cwd = request["cwd"] if os.path.isdir(request["cwd"]) else "/"
     proc = subprocess.Popen(

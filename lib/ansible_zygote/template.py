@@ -463,6 +463,33 @@ class Children:
                     self.on_exit(pid)
 
 
+# ansible-core's settings whose relative values it resolves against the working directory.
+PATH_TYPES = ("path", "pathspec", "pathlist", "tmppath", "tmp")
+RELATIVE = (
+    "{} set to a relative path in the environment: ansible-core resolves it at import against the "
+    "working directory, which is each run's own (set an absolute path to use the zygote)"
+)
+
+
+def relative_path_settings() -> list[str]:
+    """The environment variables that set a path setting of ansible-core to a relative path. A
+    template resolved them against the directory of the run that started it; each real run,
+    against its own (ansible-runner starts ansible-playbook in the run's project directory)."""
+    constants = sys.modules.get("ansible.constants")
+    if constants is None:
+        return []
+    names = set()
+    for definition in constants.config.get_configuration_definitions().values():  # type: ignore[attr-defined]
+        if definition.get("type") not in PATH_TYPES:
+            continue
+        for variable in definition.get("env") or ():
+            value = os.environ.get(variable.get("name", ""), "")
+            parts = value.replace(",", os.pathsep).split(os.pathsep)
+            if any(p and not os.path.isabs(os.path.expanduser(os.path.expandvars(p))) for p in parts):
+                names.add(variable["name"])
+    return sorted(names)
+
+
 def _send_quietly(conn: socket.socket, message: dict) -> None:
     from ansible_zygote import wire
 
@@ -476,6 +503,10 @@ def _signal_quietly(pid: int, signum: int) -> None:
 
 
 def _kill_group(pid: int) -> None:
+    """The child and its group: the child first, which may not have called ``setsid()`` yet
+    (then it has no group, nor any child, and once killed it makes neither)."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -488,8 +519,10 @@ def main() -> None:
     # As if the real script had been started: its directory first on sys.path, not ours.
     sys.path[0] = os.path.dirname(real)
     noise = warm(program)
-    if noise:
-        print(f"ansible-zygote: {program} template declines, its warm-up printed:\n{noise}", file=sys.stderr)
+    relative = relative_path_settings()
+    if noise or relative:
+        why = f"its warm-up printed:\n{noise}" if noise else RELATIVE.format(", ".join(relative))
+        print(f"ansible-zygote: {program} template declines, {why}", file=sys.stderr)
         wire.send(control, {"ready": False})
         return
     # Everything imported so far lives as long as the template: the children's cyclic GC need
