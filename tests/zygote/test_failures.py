@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import zygote_harness as harness
@@ -126,3 +127,41 @@ def test_a_run_in_progress_when_the_server_stops_looks_killed(work):
     assert zyg.rc == -signal.SIGKILL, zyg.output
     assert time.monotonic() - started < 25, "killed after the grace, not left to finish its 30 s task"
     assert "Traceback" not in zyg.output and not zyg.late
+
+
+def test_a_server_restart_in_the_middle_of_a_burst(work):
+    """The server stops and starts again (supervise.sh after a crash, an upgrade) while runs
+    come in: the runs in progress finish through their templates, those that come meanwhile run
+    the real programs, and every run is whole and happens once: its events from the first to
+    the stats, each once, none late, the same as a real run's."""
+    socket_path, log, proc = start_server(work, "restart")
+    try:
+        env = harness.operator_env(socket_path)
+        harness.run(work, "restart-warm-up", PLAYBOOKS / "success.yml", env, zygote=True)
+        wait_for_templates(socket_path, log, 2)
+        real = harness.run(work, "burst-real", PLAYBOOKS / "pause.yml", env, zygote=False)
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            burst = [
+                pool.submit(harness.run, work, f"burst-{i}", PLAYBOOKS / "pause.yml", env, True)
+                for i in range(4)
+            ]
+            time.sleep(1.0)
+            stop_server(proc)
+            burst += [
+                pool.submit(harness.run, work, f"burst-between-{i}", PLAYBOOKS / "pause.yml", env, True)
+                for i in range(2)
+            ]
+            socket_path, log, proc = start_server(work, "restart")
+            burst += [
+                pool.submit(harness.run, work, f"burst-after-{i}", PLAYBOOKS / "pause.yml", env, True)
+                for i in range(2)
+            ]
+            results = [future.result() for future in burst]
+    finally:
+        stop_server(proc)
+    for result in results:
+        # (Status events, "starting" and "running", have no counter.)
+        counters = [e["counter"] for e in result.events if "counter" in e]
+        assert len(counters) == len(set(counters)), f"{result.run_dir.name}: an event twice"
+        assert [e.get("event") for e in result.events].count("playbook_on_stats") == 1
+        assert_same(real, result, alone=False)

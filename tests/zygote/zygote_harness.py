@@ -113,14 +113,15 @@ def operator_env(socket_path: str, extra: dict | None = None) -> dict:
     return env
 
 
-def write_input_dir(path: Path, sink: str, kubeconfig: str) -> None:
+def write_input_dir(path: Path, sink: str, kubeconfig: str, extravars: dict | None = None) -> None:
     """internal/ansible/runner/internal/inputdir: env/envvars, extravars, settings, an INI host."""
     for sub in ("env", "inventory", "project"):
         (path / sub).mkdir(parents=True, exist_ok=True)
     (path / "env" / "envvars").write_text(
         json.dumps({"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig})
     )
-    (path / "env" / "extravars").write_text(json.dumps({"ansible_operator_meta": {"name": path.name}}))
+    extravars = {"ansible_operator_meta": {"name": path.name}, **(extravars or {})}
+    (path / "env" / "extravars").write_text(json.dumps(extravars))
     (path / "env" / "settings").write_text(
         json.dumps({"runner_http_url": sink, "runner_http_path": "/events/" + path.name})
     )
@@ -150,6 +151,11 @@ class Result:
 
     def normalized(self) -> list:
         return normalized(self.events, self.run_dir)
+
+    def normalized_output(self) -> str:
+        """What the process wrote to stdout and stderr, its run's directory and name as
+        placeholders."""
+        return _strip(self.output, set(), self.run_dir)
 
     def event_files(self) -> list:
         """The events ansible-runner wrote into the run's artifact directory (job_events/), as
@@ -196,15 +202,19 @@ def run(
     cancel_once: Path | None = None,
     timeout: float | None = None,
     cancel_pid=None,
+    extravars: dict | None = None,
 ) -> Result:
     """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: send ``cancel_signal``
     to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path),
     once the file ``cancel_once`` exists if given (the task has reached a point of its own). A
     run that takes longer than ``timeout`` seconds is killed and fails the test. ``cancel_pid``:
-    a function that names the process to signal instead (one of the zygote's)."""
+    a function that names the process to signal instead (one of the zygote's). ``extravars``:
+    the runtime's extra variables besides ``ansible_operator_meta``."""
     run_dir = work / name
     sink = Sink(str(work / f"{name}.sock"))
-    write_input_dir(run_dir, sink.path, str(work / "kubeconfig"))
+    # A kubeconfig path of each run's own, as the runtime gives each run (a per-run variable the
+    # fingerprint leaves out: a template must not keep the first run's).
+    write_input_dir(run_dir, sink.path, str(work / f"{name}.kubeconfig"), extravars)
     path = [str(CLIENT_BIN)] if zygote else []
     env = {**env, "PATH": os.pathsep.join([*path, str(VENV_BIN), env["PATH"]])}
     argv = ["ansible-runner", "run", str(run_dir), "--rotate-artifacts", "20", "-p", str(playbook)]
