@@ -54,22 +54,17 @@ operator=$$
 # of the operator like the companion (so its CPU and memory count as the operator's), restarted
 # if it dies. ANSIBLE_ZYGOTE=false runs the real programs directly.
 if [ "${ANSIBLE_ZYGOTE:-true}" != false ]; then
-  # One socket per operator; the server removes it as the first step of its stop (Ctrl-C reaches
-  # it directly; the supervising loop ends once the operator is gone).
-  # A killed operator (SIGKILL) leaves its socket: those nothing listens on go.
-  python3 -c '
-import glob, os, socket, sys
-for path in glob.glob(os.path.join(sys.argv[1], "ato-zygote.*.sock")):
-    try:
-        socket.socket(socket.AF_UNIX).connect(path)
-    except ConnectionRefusedError:
-        os.unlink(path)
-    except OSError:
-        pass
-' "${TMPDIR:-/tmp}"
-  ANSIBLE_ZYGOTE_SOCKET="$(mktemp -u "${TMPDIR:-/tmp}/ato-zygote.XXXXXX").sock"
-  export ANSIBLE_ZYGOTE_SOCKET PATH="$root/lib/ansible_zygote/bin:$PATH"
-  (trap '' INT; exec "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET") &
+  # One socket per operator, in a directory of its own (mode 0700: no other user can bind, replace
+  # or remove it; lib/ansible_zygote/socket_dir.py), under /tmp when TMPDIR is too long for a
+  # socket path. The server removes the socket as the first step of its stop (Ctrl-C reaches it
+  # directly; the supervising loop ends once the operator is gone). A killed operator (SIGKILL)
+  # leaves its socket: those nothing listens on go, those of another user stay.
+  if ANSIBLE_ZYGOTE_SOCKET=$(PYTHONPATH="$root/lib" python3 -m ansible_zygote.socket_dir "${TMPDIR:-/tmp}"); then
+    export ANSIBLE_ZYGOTE_SOCKET PATH="$root/lib/ansible_zygote/bin:$PATH"
+    (trap '' INT; exec "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET") &
+  else
+    log "no directory for the Ansible zygote's socket: the real ansible-runner runs"
+  fi
 fi
 # The runtime keeps each job's ansible-runner directory in /tmp/ansible-operator/runner/<group>/
 # <version>/<kind>/<namespace>/<name>. An operator stopped in the middle of a pass can leave the
@@ -79,7 +74,8 @@ fi
 # every operator on this machine, so only such dangling links go (they break anyone's next pass):
 # removing the directory, or a valid link, could fail a pass of an operator still running.
 for link in /tmp/ansible-operator/runner/*/*/*/*/*/artifacts/latest; do
-  if [ -L "$link" ] && [ ! -e "$link" ]; then rm -f "$link"; fi
+  # Another user's link stays (it is theirs to remove): set -e must not stop the run for it.
+  if [ -L "$link" ] && [ ! -e "$link" ]; then rm -f "$link" 2>/dev/null || true; fi
 done
 # --ansible-verbosity=0: the runtime's default (2) runs ansible-runner with -vv, which doubles a
 # pass's events and has the callback print every task's result (the observed objects included):

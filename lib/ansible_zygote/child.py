@@ -4,8 +4,8 @@ the real program's script in-process (its imports are already done).
 What an exec would have given it and a fork does not, it sets here: a session of its own (so a
 dying client's server can kill the whole group), the client's stdin/stdout/stderr, environment,
 working directory, umask and signal state; fresh per-run state that the template computed at
-import time (Ansible's task-id seed, its controller temp dir, the fact-cache path that
-ansible-runner sets per run); and an exit that flushes, runs atexit handlers and ends the
+import time (Ansible's task-id seed, its controller temp dir, its module write locks, the
+fact-cache path that ansible-runner sets per run); and an exit that flushes, runs atexit handlers and ends the
 process without a second interpreter shutdown.
 """
 
@@ -68,6 +68,7 @@ def fresh_ansible_state() -> None:
         ansible_vars.random_int = f"{secrets.randbelow(2**32):08x}"[:8]  # type: ignore[attr-defined]
         ansible_vars.cur_id = 0  # type: ignore[attr-defined]
     _fresh_local_tmp(constants)
+    _fresh_write_locks()
     # ansible-runner points the fact cache into each run's artifact directory.
     constants.CACHE_PLUGIN_CONNECTION = constants.config.get_config_value("CACHE_PLUGIN_CONNECTION")  # type: ignore[attr-defined]
     # Decided from the template's stdout at import: whether output is coloured (a terminal) and
@@ -88,6 +89,21 @@ def _fresh_local_tmp(constants) -> None:
     atexit.unregister(cleanup_tmp_file)
     constants.DEFAULT_LOCAL_TMP = tempfile.mkdtemp(prefix=f"ansible-local-{os.getpid()}", dir=parent)
     atexit.register(cleanup_tmp_file, constants.DEFAULT_LOCAL_TMP, warn=True)
+
+
+def _fresh_write_locks() -> None:
+    """ansible-core makes its module write locks (``multiprocessing`` semaphores, shared by every
+    process forked after) at import, in the template: a run killed while one of its workers held
+    one (building a module) would leave it taken for every later run. Each run gets its own, as
+    a process of its own would; the dict stays the one the strategy and module_common read."""
+    locks = sys.modules.get("ansible.executor.action_write_locks")
+    if locks is None:
+        return
+    from ansible.utils.multiprocessing import context
+
+    table = locks.action_write_locks  # type: ignore[attr-defined]
+    for name in table:
+        table[name] = context.Lock()
 
 
 def run(request: dict) -> None:

@@ -6,7 +6,8 @@ before the process the runtime started is gone (the runtime's event API fails on
 after it).
 
 It execs the real program instead - the same process, argv and environment - when
-``ANSIBLE_ZYGOTE=false``, when no server answers, or when the server says so (no warm template
+``ANSIBLE_ZYGOTE=false``, when no server answers, when the one listening runs as another user,
+or when the server says so (no warm template
 for this environment yet, see :mod:`ansible_zygote.server`).
 
 Started with ``python3 -S`` twice per reconcile, so its own start is part of every run's cost:
@@ -129,9 +130,12 @@ def ignored_signals() -> list[int]:
     return [int(s) for s in FORWARDED if _signal.getsignal(s) == _signal.SIG_IGN]
 
 
-def request(program: str, real: str) -> dict:
+def request(program: str, real: str, blocked: set | None = None) -> dict:
+    """``blocked``: the signal mask to give the child (this process's own, by default)."""
     umask = os.umask(0o022)
     os.umask(umask)
+    if blocked is None:
+        blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, [])
     return {
         "program": program,
         "real": real,
@@ -140,15 +144,22 @@ def request(program: str, real: str) -> dict:
         "cwd": os.getcwd(),
         "umask": umask,
         "ignored": ignored_signals(),
-        "blocked": sorted(int(s) for s in _signal.pthread_sigmask(_signal.SIG_BLOCK, [])),
+        "blocked": sorted(int(s) for s in blocked),
     }
 
 
 def connect(path: str) -> _socket.socket | None:
+    """A connection to the server, only if it runs as this user (``SO_PEERCRED``): whoever else
+    listens on the path would receive the run's environment and stdio, and could answer for it."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     try:
         sock.connect(path)
+        # struct ucred: pid, uid, gid (32-bit each).
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     except OSError:
+        sock.close()
+        return None
+    if int.from_bytes(cred[4:8], sys.byteorder) != os.geteuid():
         sock.close()
         return None
     return sock
@@ -162,18 +173,24 @@ def send(sock: _socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None
 
 
 def receive(sock: _socket.socket) -> dict | None:
-    """One message, or None once the server is gone."""
-    try:
-        data = sock.recv(MAX_MESSAGE)
-    except ConnectionResetError:
-        return None
-    return decode(data.decode()) if data else None
+    """One message, or None once the server is gone.
+
+    A peer that closes its end with messages of ours unread (a signal forwarded as the child
+    exits) resets the connection, and the reset is reported before the messages it had queued
+    for us (the child's status): read once more after it."""
+    for _ in range(2):
+        try:
+            data = sock.recv(MAX_MESSAGE)
+        except ConnectionResetError:
+            continue
+        return decode(data.decode()) if data else None
+    return None
 
 
-def start(sock: _socket.socket, program: str, real: str) -> int | None:
+def start(sock: _socket.socket, program: str, real: str, blocked: set) -> int | None:
     """The child's pid, or None when the server tells us to exec the real program."""
     try:
-        send(sock, request(program, real), (0, 1, 2))
+        send(sock, request(program, real, blocked), (0, 1, 2))
         reply = receive(sock)
     except OSError:
         return None
@@ -215,11 +232,21 @@ def wait_for_orphan(pid: int) -> None:
 def exit_like(status: dict) -> None:
     if "killed" in status:
         signum = int(status["killed"])
-        _signal.signal(signum, _signal.SIG_DFL)
+        if signum != _signal.SIGKILL:  # cannot be caught, so its action is the default already
+            _signal.signal(signum, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [signum])
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
     os._exit(int(status.get("exit", 1)))
+
+
+def exit_unknown(program: str, pid: int) -> None:
+    """The template that ran the child ended before it (killed, or a fault of its own): the
+    child has exited now, but its status went with its parent. Say so, and fail the run (the
+    runtime runs the reconcile again)."""
+    message = f"ansible-zygote: the template running this {program} (pid {pid}) ended before it: its exit status is unknown\n"
+    os.write(2, message.encode(errors="replace"))
+    os._exit(1)
 
 
 def main(program: str) -> None:
@@ -227,15 +254,21 @@ def main(program: str) -> None:
     path = os.environ.get("ANSIBLE_ZYGOTE_SOCKET", "")
     if real is None or not path or os.environ.get("ANSIBLE_ZYGOTE", "true").lower() == "false":
         exec_real(real, program)
+    # Until there is a child to forward them to, signals wait (a SIGTERM now would kill this
+    # process and so SIGKILL the run, where ansible-runner would have cancelled it); an exec'ed
+    # real program gets them as it starts, as if they had come a moment later.
+    blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, FORWARDED)
     sock = connect(path)
-    pid = start(sock, program, real) if sock else None  # type: ignore[arg-type]
+    pid = start(sock, program, real, blocked) if sock else None  # type: ignore[arg-type]
     if pid is None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
         exec_real(real, program)
     forward_signals(sock, pid)  # type: ignore[arg-type]
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
     while True:
         status = receive(sock)  # type: ignore[arg-type]
         if status is None:
             wait_for_orphan(pid)  # type: ignore[arg-type]
-            os._exit(1)
-        if "exit" in status or "killed" in status:
+            exit_unknown(program, pid)  # type: ignore[arg-type]
+        elif "exit" in status or "killed" in status:
             exit_like(status)

@@ -4,6 +4,9 @@ templates before the first reconcile, instead of letting the first reconciles fa
 
     python prewarm.py SOCKET   (lib/ansible_zygote/supervise.sh runs it)
 
+It runs only once a server of this user answers on SOCKET: never in place of a server that
+failed to start.
+
 Its environment must be the operator's (supervise.sh inherits it), plus the two variables the
 runtime adds to every run (their values differ per run and are not part of a fingerprint, their
 presence is). The input directory mirrors the runtime's (internal/ansible/runner/internal/
@@ -15,11 +18,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 
+# A server starts listening within a second or two; a busy machine may take longer.
+WAIT_S = 30.0
 NOOP = "---\n- hosts: localhost\n  gather_facts: false\n  tasks: []\n"
 
 
@@ -39,12 +46,36 @@ def input_dir(root: str) -> str:
     return playbook
 
 
+def server_answers(socket_path: str) -> bool:
+    """A server of this user accepts connections on the path (a socket file alone may be one
+    left by a server that died, which nothing listens on)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        probe.connect(socket_path)
+        cred = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return struct.unpack("3i", cred)[1] == os.geteuid()
+
+
+def wait_for_server(socket_path: str, wait_s: float = WAIT_S) -> bool:
+    deadline = time.monotonic() + wait_s
+    while not server_answers(socket_path):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def main() -> None:
     socket_path = sys.argv[1]
-    for _ in range(300):
-        if os.path.exists(socket_path):
-            break
-        time.sleep(0.1)
+    if not wait_for_server(socket_path):
+        # Without a server the run would only be one more real Ansible run (supervise.sh starts
+        # a prewarm beside each start of the server, failing ones included).
+        print(f"ansible-zygote: no server on {socket_path}: nothing to prewarm", file=sys.stderr)
+        return
     root = tempfile.mkdtemp(prefix="ansible-zygote-prewarm.")
     try:
         playbook = input_dir(root)

@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ansible_zygote import wire
+from ansible_zygote import socket_dir, wire
 
 # Set per run (by the runtime's input dir and by ansible-runner) and read only after the child
 # starts: by the runtime's kubeconfig users, awx_display at its import, and the fact cache (re-read
@@ -45,6 +45,11 @@ IGNORED = ("PWD", "OLDPWD", "_", "SHLVL")
 SERVED = ("ansible-runner", "ansible-playbook")
 RETIRE_AFTER = 200
 MAX_TEMPLATES = 6
+# A template that failed to warm (it crashed, or could not be started) is not tried again for
+# its fingerprint before this many seconds, doubled after each further failure up to the cap:
+# each try is a full Ansible import, and the same environment most likely fails the same way.
+BACKOFF_S = 10.0
+MAX_BACKOFF_S = 600.0
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "template.py")
 
 
@@ -58,6 +63,22 @@ def file_identity(path: str) -> list | None:
     except OSError:
         return None
     return [os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+# A watched file modified while its template was starting (see template.project_files).
+EDITED = "edited"
+
+
+def listing(path: str) -> list[str] | None:
+    """A plugin directory's entries (without Python's bytecode cache), None when absent."""
+    try:
+        return sorted(name for name in os.listdir(path) if name != "__pycache__")
+    except OSError:
+        return None
+
+
+def watched_identity(kind: str, path: str) -> list | None:
+    return file_identity(path) if kind == "file" else listing(path)
 
 
 def config_files(env: dict, cwd: str) -> list[str]:
@@ -119,17 +140,20 @@ class Template:
     control: socket.socket
     ready: bool = False
     served: int = 0
-    # Identities of the project files the template imported (its plugins, lib/): see stale().
+    # [kind, path, identity] of the project files the template imported (its plugins, lib/) and
+    # of the plugin directories it listed: see stale().
     watched: list = field(default_factory=list)
     used: float = field(default_factory=time.monotonic)
 
 
 def start_template(key: str, request: dict) -> Template:
     """A template process for the request's fingerprint: its environment without the per-run
-    variables, a fresh hash seed, a session of its own (terminal signals meant for the operator
+    variables, a fresh hash seed (unless the environment sets one), a session of its own (terminal signals meant for the operator
     must not reach it), a control socket to this server."""
     env = {k: v for k, v in request["env"].items() if k not in PER_RUN}
-    env["PYTHONHASHSEED"] = str(secrets.randbelow(2**32))
+    # A seed the operator set (it is in the fingerprint) is the real programs' seed too.
+    if env.get("PYTHONHASHSEED", "random") == "random":
+        env["PYTHONHASHSEED"] = str(secrets.randbelow(2**32))
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     cwd = request["cwd"] if os.path.isdir(request["cwd"]) else "/"
     proc = subprocess.Popen(
@@ -149,6 +173,8 @@ class Server:
     def __init__(self, path: str, retire_after: int = RETIRE_AFTER):
         self.path = path
         self.retire_after = retire_after
+        # Raises NotPrivate for a directory another user could write (socket_dir).
+        socket_dir.ensure_private(os.path.dirname(os.path.abspath(path)))
         self.listener = wire.seqpacket()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -163,6 +189,8 @@ class Server:
         self.retired: list[Template] = []
         # Fingerprints whose warm-up printed something: always exec'ed (see template.py).
         self.declined: set[str] = set()
+        # Per fingerprint whose templates failed to warm: failures in a row, and when to try again.
+        self.failures: dict[str, tuple[int, float]] = {}
         # Runs handed to a template, per program: what {"stats": true} answers (tests, debugging,
         # the benchmark), with the number of templates and of those still warming.
         self.served: dict[str, int] = dict.fromkeys(SERVED, 0)
@@ -198,7 +226,7 @@ class Server:
             return
         with contextlib.suppress(OSError):
             wire.send(conn, {"exec": "no warm template for this environment"})
-        if key and key not in self.templates and key not in self.declined:
+        if key and key not in self.templates and key not in self.declined and not self.backing_off(key):
             self.add_template(key, request)
 
     def warming(self) -> int:
@@ -207,10 +235,15 @@ class Server:
         return sum(not t.ready for t in [*self.templates.values(), *self.successors.values()])
 
     def stale(self, template: Template) -> bool:
-        """A project file the template imported has changed since (an edited plugin): the
-        template and its warming successor are retired, and the run falls back like any other
-        changed fingerprint, so the edit is seen from this run on."""
-        changed = [w[0] for w in template.watched if file_identity(w[0]) != w]
+        """A project file the template imported has changed since (an edited plugin), or a
+        plugin directory it listed has other entries (a new plugin): the template and its warming
+        successor are retired, and the run falls back like any other changed fingerprint, so the
+        change is seen from this run on."""
+        changed = [
+            path
+            for kind, path, seen in template.watched
+            if seen == EDITED or watched_identity(kind, path) != seen
+        ]
         if not changed:
             return False
         log(f"retiring template pid {template.proc.pid}: {', '.join(changed)} changed")
@@ -229,15 +262,37 @@ class Server:
         template.served += 1
         template.used = time.monotonic()
         self.served[request["program"]] += 1
-        if template.served >= self.retire_after and template.key not in self.successors:
+        if (
+            template.served >= self.retire_after
+            and template.key not in self.successors
+            and not self.backing_off(template.key)
+        ):
             # It keeps serving until its successor is ready: no run falls back meanwhile.
-            self.successors[template.key] = self.start(template.key, request)
+            successor = self.start(template.key, request)
+            if successor is not None:
+                self.successors[template.key] = successor
         return True
 
-    def start(self, key: str, request: dict) -> Template:
-        template = start_template(key, request)
+    def start(self, key: str, request: dict) -> Template | None:
+        """A new template, or None when it cannot be started (no memory or pids left to fork)."""
+        try:
+            template = start_template(key, request)
+        except OSError as err:
+            log(f"cannot start a template: {err}")
+            self.failed(key)
+            return None
         self.selector.register(template.control, selectors.EVENT_READ, template)
         return template
+
+    def backing_off(self, key: str) -> bool:
+        return key in self.failures and time.monotonic() < self.failures[key][1]
+
+    def failed(self, key: str) -> None:
+        """A template for ``key`` failed to warm: wait before the next try, longer each time."""
+        count = self.failures.get(key, (0, 0.0))[0] + 1
+        pause = min(BACKOFF_S * 2 ** (count - 1), MAX_BACKOFF_S)
+        self.failures[key] = (count, time.monotonic() + pause)
+        log(f"no new template for this environment in the next {pause:.0f} s ({count} failed in a row)")
 
     def add_template(self, key: str, request: dict) -> None:
         if len(self.templates) >= MAX_TEMPLATES:
@@ -249,35 +304,39 @@ class Server:
                 log(
                     f"{request['program']}: a new template, its fingerprint differs in {differences(key, other)}"
                 )
-        try:
-            self.templates[key] = self.start(key, request)
-        except OSError as err:
-            log(f"cannot start a template: {err}")
+        template = self.start(key, request)
+        if template is not None:
+            self.templates[key] = template
 
     def on_template(self, template: Template) -> None:
         message, fds = wire.recv(template.control)
         for fd in fds:
             os.close(fd)
         if message is None:
-            log(f"template pid {template.proc.pid} ended")
+            log(f"template pid {template.proc.pid} ended{'' if template.ready else ' while warming'}")
+            if not template.ready:
+                self.failed(template.key)
             self.forget(template)
         elif not message.get("ready"):
             self.declined.add(template.key)
             self.forget(template)
-        elif self.successors.get(template.key) is template:
-            old = self.templates.get(template.key)
-            if old is not None:
-                log(f"retiring template pid {old.proc.pid} after {old.served} runs")
-                self.forget(old)
-            del self.successors[template.key]
-            template.watched = message.get("watched", [])
-            template.ready = True
-            self.templates[template.key] = template
-            log(f"template pid {template.proc.pid} ready (a successor)")
         else:
+            self.failures.pop(template.key, None)
             template.watched = message.get("watched", [])
             template.ready = True
+            self.on_ready(template)
+
+    def on_ready(self, template: Template) -> None:
+        if self.successors.get(template.key) is not template:
             log(f"template pid {template.proc.pid} ready")
+            return
+        old = self.templates.get(template.key)
+        if old is not None:
+            log(f"retiring template pid {old.proc.pid} after {old.served} runs")
+            self.forget(old)
+        del self.successors[template.key]
+        self.templates[template.key] = template
+        log(f"template pid {template.proc.pid} ready (a successor)")
 
     def forget(self, template: Template) -> None:
         """Closing its control socket tells a template to finish its children and exit."""
@@ -296,25 +355,35 @@ class Server:
             for key, _ in self.selector.select(timeout=1.0):
                 if key.data is None:
                     self.on_client()
-                else:
+                elif key.data.control.fileno() >= 0:
+                    # (Closed: forgotten earlier in this batch, its message is of no use now.)
                     self.on_template(key.data)
             self.reap()
 
     def shutdown(self, grace: float = 10.0) -> None:
-        """Stop answering, let the templates finish their children, then make sure none is left."""
+        """Stop answering, let the templates finish their children; after ``grace``, have them
+        kill their children (each run is then reported as killed, SIGTERM to the template), and
+        at last make sure none is left."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         self.listener.close()
         for template in [*self.templates.values(), *self.successors.values()]:
             self.forget(template)
-        deadline = time.monotonic() + grace
-        while self.retired and time.monotonic() < deadline:
-            self.reap()
-            time.sleep(0.1)
+        self.wait_for_retired(grace)
+        for template in self.retired:
+            with contextlib.suppress(OSError):
+                template.proc.terminate()
+        self.wait_for_retired(5.0)
         for template in self.retired:
             with contextlib.suppress(OSError):
                 os.killpg(template.proc.pid, signal.SIGKILL)
             template.proc.wait()
+
+    def wait_for_retired(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.retired and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.1)
 
 
 def pid_alive(pid: int) -> bool:
@@ -340,7 +409,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     # Tests retire templates after a few runs to exercise the hand-over.
-    server = Server(args.socket, int(os.environ.get("ANSIBLE_ZYGOTE_RETIRE_AFTER") or RETIRE_AFTER))
+    try:
+        server = Server(args.socket, int(os.environ.get("ANSIBLE_ZYGOTE_RETIRE_AFTER") or RETIRE_AFTER))
+    except (socket_dir.NotPrivate, OSError) as err:
+        # The clients exec the real programs meanwhile; supervise.sh tries again later.
+        log(f"cannot serve on {args.socket}: {err}")
+        sys.exit(1)
     log(f"serving {', '.join(SERVED)} on {args.socket}")
 
     def alive() -> bool:

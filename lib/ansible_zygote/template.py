@@ -239,10 +239,13 @@ def preload_project_plugins() -> None:
 
 
 def project_files() -> list[list]:
-    """The identity of every imported module file that is neither Python's, the environment's
-    (ansible-core and the rest of site-packages are in the fingerprint through the programs'
-    scripts) nor the zygote's own: the project's plugins and ``lib/``."""
-    from ansible_zygote.server import file_identity
+    """What the server checks before every run (``server.changed``): the identity of every
+    imported module file that is neither Python's, the environment's (ansible-core and the rest
+    of site-packages are in the fingerprint through the programs' scripts) nor the zygote's own
+    (the project's plugins and ``lib/``), and the listing of every plugin directory that the
+    template's loaders have searched (they keep what they found: a plugin added later would be
+    "couldn't resolve" in every run)."""
+    from ansible_zygote.server import EDITED, watched_identity
 
     installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     ours = os.path.dirname(os.path.realpath(__file__)) + os.sep
@@ -254,9 +257,37 @@ def project_files() -> list[list]:
         real = os.path.realpath(path)
         if not real.startswith((ours, *installed)):
             files.add(real)
-    identities = [identity for identity in map(file_identity, sorted(files)) if identity]
-    # Edited while this template was importing it: which version it has is unknown.
-    return [[i[0], None] if i[2] >= STARTED_NS else i for i in identities]
+    entries = [["file", path] for path in sorted(files)] + [["dir", path] for path in plugin_directories()]
+    watched = []
+    for kind, path in entries:
+        # Modified while this template was starting: which version it has is unknown.
+        st = _stat(path)
+        seen = EDITED if st and st.st_mtime_ns >= STARTED_NS else watched_identity(kind, path)
+        if kind == "dir" or seen is not None:
+            watched.append([kind, path, seen])
+    return watched
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def plugin_directories() -> list[str]:
+    """The directories (configured, and those found one or two levels below) that a plugin
+    loader of this template has computed as its search path, existing or not (a plugin
+    directory made later would be searched by a process of its own); not ansible-core's own."""
+    loader = sys.modules.get("ansible.plugins.loader")
+    if loader is None:
+        return []
+    directories: set[str] = set()
+    for value in vars(loader).values():
+        if isinstance(value, loader.PluginLoader) and value._paths is not None:
+            directories.update(p.path for p in value._paths if not p.internal)
+            directories.update(os.path.abspath(os.path.expanduser(p)) for p in value.config or ())
+    return sorted(d for d in directories if os.path.basename(d) != "__pycache__")
 
 
 def preload_project() -> None:
@@ -402,7 +433,20 @@ class Children:
             self.selector.unregister(self.control)
             self.accepting = False
             return
+        if not self.accepting:
+            # Stopping (SIGTERM): the client, left without an answer, execs the real program.
+            for fd in fds:
+                os.close(fd)
+            return
         self.spawn(message, fds)
+
+    def stop(self, _signum=None, _frame=None) -> None:
+        """SIGTERM, from a server whose stop has waited long enough: kill every run's group now,
+        so that each is reaped and reported as killed (dying with them would leave their clients
+        without any status)."""
+        self.accepting = False
+        for pid in list(self.pidfds):
+            _kill_group(pid)
 
     def serve(self) -> None:
         while self.accepting or self.pidfds:
@@ -410,10 +454,40 @@ class Children:
                 kind, pid = key.data
                 if kind == "control":
                     self.on_control()
+                elif pid not in self.pidfds:
+                    # Reaped earlier in this batch (its exit came before its client's signal).
+                    continue
                 elif kind == "client":
                     self.on_client(pid)
                 else:
                     self.on_exit(pid)
+
+
+# ansible-core's settings whose relative values it resolves against the working directory.
+PATH_TYPES = ("path", "pathspec", "pathlist", "tmppath", "tmp")
+RELATIVE = (
+    "{} set to a relative path in the environment: ansible-core resolves it at import against the "
+    "working directory, which is each run's own (set an absolute path to use the zygote)"
+)
+
+
+def relative_path_settings() -> list[str]:
+    """The environment variables that set a path setting of ansible-core to a relative path. A
+    template resolved them against the directory of the run that started it; each real run,
+    against its own (ansible-runner starts ansible-playbook in the run's project directory)."""
+    constants = sys.modules.get("ansible.constants")
+    if constants is None:
+        return []
+    names = set()
+    for definition in constants.config.get_configuration_definitions().values():  # type: ignore[attr-defined]
+        if definition.get("type") not in PATH_TYPES:
+            continue
+        for variable in definition.get("env") or ():
+            value = os.environ.get(variable.get("name", ""), "")
+            parts = value.replace(",", os.pathsep).split(os.pathsep)
+            if any(p and not os.path.isabs(os.path.expanduser(os.path.expandvars(p))) for p in parts):
+                names.add(variable["name"])
+    return sorted(names)
 
 
 def _send_quietly(conn: socket.socket, message: dict) -> None:
@@ -429,6 +503,10 @@ def _signal_quietly(pid: int, signum: int) -> None:
 
 
 def _kill_group(pid: int) -> None:
+    """The child and its group: the child first, which may not have called ``setsid()`` yet
+    (then it has no group, nor any child, and once killed it makes neither)."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -441,8 +519,10 @@ def main() -> None:
     # As if the real script had been started: its directory first on sys.path, not ours.
     sys.path[0] = os.path.dirname(real)
     noise = warm(program)
-    if noise:
-        print(f"ansible-zygote: {program} template declines, its warm-up printed:\n{noise}", file=sys.stderr)
+    relative = relative_path_settings()
+    if noise or relative:
+        why = f"its warm-up printed:\n{noise}" if noise else RELATIVE.format(", ".join(relative))
+        print(f"ansible-zygote: {program} template declines, {why}", file=sys.stderr)
         wire.send(control, {"ready": False})
         return
     # Everything imported so far lives as long as the template: the children's cyclic GC need
@@ -450,7 +530,9 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     wire.send(control, {"ready": True, "watched": project_files()})
-    Children(control).serve()
+    children = Children(control)
+    signal.signal(signal.SIGTERM, children.stop)
+    children.serve()
 
 
 if __name__ == "__main__":

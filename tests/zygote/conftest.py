@@ -26,10 +26,10 @@ def work():
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def server(work: Path):
-    socket_path = str(work / "server.sock")
-    log = work / "server.log"
+def start_server(work: Path, name: str) -> tuple[str, Path, subprocess.Popen]:
+    """A zygote server in ``work`` as hack/run.sh starts it, listening."""
+    socket_path = str(work / name / "server.sock")
+    log = work / f"{name}.log"
     # Templates retire after 3 runs here (200 in the operator): every case also crosses a
     # hand-over to a successor, which must not make any run fall back.
     env = {**os.environ, "PYTHONPATH": str(harness.ROOT / "lib"), "ANSIBLE_ZYGOTE_RETIRE_AFTER": "3"}
@@ -43,9 +43,19 @@ def server(work: Path):
     while not os.path.exists(socket_path):
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.05)
-    yield socket_path, log, proc.pid
+    return socket_path, log, proc
+
+
+def stop_server(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def server(work: Path):
+    socket_path, log, proc = start_server(work, "server")
+    yield socket_path, log, proc.pid
+    stop_server(proc)
 
 
 @pytest.fixture(scope="session")
@@ -58,4 +68,27 @@ def warm(server, work: Path):
     while log.read_text().count("ready") < 2:
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
+    return env
+
+
+def ready_templates(log: Path) -> int:
+    return log.read_text().count(" ready")
+
+
+def wait_for_templates(socket_path: str, log: Path, count: int) -> None:
+    """``count`` templates have said ready so far, and none is warming."""
+    deadline = time.monotonic() + HANG_S
+    while ready_templates(log) < count or harness.stats(socket_path).get("warming"):
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+
+
+def own_templates(server, work: Path, case: str, extra: dict | None = None) -> dict:
+    """The operator's environment with a variable of the test's own (so a fingerprint, and
+    templates, that no other test uses: a test may kill or break them), its templates warm."""
+    socket_path, log, _ = server
+    env = harness.operator_env(socket_path, {"ZYGOTE_TEST_CASE": case, **(extra or {})})
+    ready = ready_templates(log)
+    harness.run(work, f"{case}-warm-up", PLAYBOOKS / "success.yml", env, zygote=True)
+    wait_for_templates(socket_path, log, ready + 2)
     return env

@@ -120,3 +120,32 @@ def test_a_broken_plugin_leaves_the_template_serving(project, server, work):
     real, zyg = greet(work, root, env, "broken-plugin")
     assert real.rc == 0, real.output
     assert_same(real, zyg)
+
+
+NEW_FILTER = """
+class FilterModule:
+    def filters(self):
+        return {"farewell": lambda name: "farewell, " + name}
+"""
+
+
+def test_a_new_plugin_file_is_seen_in_the_next_pass(project, server, work):
+    """A filter plugin added while the operator runs, and a role that uses it: the template had
+    listed the plugin directories (its loaders keep what they found), so the next pass falls
+    back (the template retires) and the ones after are served by a template that has it."""
+    root, env = project
+    _, log, _ = server
+    real, zyg = greet(work, root, env, "new-plugin-before")
+    assert_same(real, zyg)
+    ready = ready_templates(log)
+    (root / "filter_plugins" / "farewell.py").write_text(NEW_FILTER)
+    # (greeting.py as the test before left it: no watched file changes, only the listing.)
+    write_project(root, '"{{ greeter_name | farewell }}"', "goodbye")
+    real, zyg = greet(work, root, env, "new-plugin")
+    assert real.rc == 0 and "farewell, job" in real.output, real.output
+    assert zyg.served == {"ansible-runner": 1, "ansible-playbook": 0}, "it fell back"
+    assert zyg.rc == real.rc and not zyg.late
+    assert zyg.normalized() == real.normalized()
+    wait_for_templates(log, ready + 1)
+    real, zyg = greet(work, root, env, "new-plugin-after")
+    assert_same(real, zyg)

@@ -31,6 +31,7 @@ def assert_same(real: harness.Result, zyg: harness.Result, alone: bool = True) -
     assert not real.late and not zyg.late, "an event arrived after the process exited"
     assert zyg.rc == real.rc
     assert zyg.normalized() == real.normalized()
+    assert zyg.normalized_output() == real.normalized_output()
     # In the same order too (json.dumps of the lists: dict equality ignores key order).
     assert json.dumps(zyg.event_files()) == json.dumps(real.event_files())
     assert real.event_files(), "ansible-runner wrote its events into the artifact directory"
@@ -111,3 +112,60 @@ def test_client_killed_kills_its_child(warm, server, work):
     while runner_children(server_pid):
         assert time.monotonic() < deadline, "the killed client's child survived"
         time.sleep(0.1)
+
+
+def unsafe(value):
+    """ansible-operator's markUnsafe (runner.go): every string as ``{"__ansible_unsafe": s}``."""
+    if isinstance(value, dict):
+        return {k: unsafe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unsafe(v) for v in value]
+    if isinstance(value, str):
+        return {"__ansible_unsafe": value}
+    return value
+
+
+TFJOB = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "TFJob",
+    "metadata": {"name": "same", "namespace": "zygote", "uid": "0f0e", "generation": 1},
+    "spec": {
+        "tfReplicaSpecs": {
+            "Worker": {
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}},
+            }
+        }
+    },
+}
+# The runtime's proxy, here with nothing behind it (no cluster in these tests): each pass of the
+# role meets an API server that refuses, and must meet it the same way through the zygote.
+KUBECONFIG = """apiVersion: v1
+kind: Config
+current-context: proxy
+clusters: [{name: proxy, cluster: {server: 'http://127.0.0.1:9'}}]
+contexts: [{name: proxy, context: {cluster: proxy, user: proxy}}]
+users: [{name: proxy, user: {}}]
+"""
+
+
+def test_the_projects_own_reconcile(warm, work):
+    """The project's playbook and roles (playbooks/reconcile.yml with roles/tfjob, its action
+    and filter plugins, lib/), with the extra variables the runtime passes for a TFJob."""
+    extravars = {
+        "training_job_role": "tfjob",
+        "_kubeflow_org_tfjob": unsafe(TFJOB),
+        "_kubeflow_org_tfjob_spec": unsafe(TFJOB["spec"]),
+    }
+    runs = []
+    for name, zygote in (("reconcile-real", False), ("reconcile-zygote", True)):
+        (work / f"{name}.kubeconfig").write_text(KUBECONFIG)
+        runs.append(
+            harness.run(
+                work, name, harness.ROOT / "playbooks" / "reconcile.yml", warm, zygote, extravars=extravars
+            )
+        )
+    real, zyg = runs
+    assert real.rc == 0, real.output
+    assert "training_job : Plan the pass and apply it" in real.output
+    assert_same(real, zyg)

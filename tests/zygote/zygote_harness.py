@@ -17,6 +17,7 @@ import socket
 import socketserver
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,14 +113,15 @@ def operator_env(socket_path: str, extra: dict | None = None) -> dict:
     return env
 
 
-def write_input_dir(path: Path, sink: str, kubeconfig: str) -> None:
+def write_input_dir(path: Path, sink: str, kubeconfig: str, extravars: dict | None = None) -> None:
     """internal/ansible/runner/internal/inputdir: env/envvars, extravars, settings, an INI host."""
     for sub in ("env", "inventory", "project"):
         (path / sub).mkdir(parents=True, exist_ok=True)
     (path / "env" / "envvars").write_text(
         json.dumps({"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig})
     )
-    (path / "env" / "extravars").write_text(json.dumps({"ansible_operator_meta": {"name": path.name}}))
+    extravars = {"ansible_operator_meta": {"name": path.name}, **(extravars or {})}
+    (path / "env" / "extravars").write_text(json.dumps(extravars))
     (path / "env" / "settings").write_text(
         json.dumps({"runner_http_url": sink, "runner_http_path": "/events/" + path.name})
     )
@@ -150,6 +152,11 @@ class Result:
     def normalized(self) -> list:
         return normalized(self.events, self.run_dir)
 
+    def normalized_output(self) -> str:
+        """What the process wrote to stdout and stderr, its run's directory and name as
+        placeholders."""
+        return _strip(self.output, set(), self.run_dir)
+
     def event_files(self) -> list:
         """The events ansible-runner wrote into the run's artifact directory (job_events/), as
         ``normalized`` reads the posted ones: a template changes how they are written."""
@@ -167,8 +174,8 @@ def delta(before: dict, after: dict) -> dict:
     return {program: after.get(program, 0) - before.get(program, 0) for program in after}
 
 
-def served(socket_path: str) -> dict:
-    """How many runs the server has handed to a template so far, per program."""
+def stats(socket_path: str) -> dict:
+    """The server's {"stats": true} answer, {} when no server answers."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.connect(socket_path)
@@ -176,7 +183,12 @@ def served(socket_path: str) -> dict:
         return {}
     with sock:
         sock.sendall(json.dumps({"stats": True}).encode())
-        return json.loads(sock.recv(65536))["served"]
+        return json.loads(sock.recv(65536))
+
+
+def served(socket_path: str) -> dict:
+    """How many runs the server has handed to a template so far, per program."""
+    return stats(socket_path).get("served", {})
 
 
 def run(
@@ -187,12 +199,22 @@ def run(
     zygote: bool,
     cancel_on: str = "",
     cancel_signal: int = signal.SIGTERM,
+    cancel_once: Path | None = None,
+    timeout: float | None = None,
+    cancel_pid=None,
+    extravars: dict | None = None,
 ) -> Result:
     """One reconcile's Ansible run as the runtime starts it; ``cancel_on``: send ``cancel_signal``
-    to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path)."""
+    to the process when the task of this name starts (SIGTERM: ansible-runner's cancel path),
+    once the file ``cancel_once`` exists if given (the task has reached a point of its own). A
+    run that takes longer than ``timeout`` seconds is killed and fails the test. ``cancel_pid``:
+    a function that names the process to signal instead (one of the zygote's). ``extravars``:
+    the runtime's extra variables besides ``ansible_operator_meta``."""
     run_dir = work / name
     sink = Sink(str(work / f"{name}.sock"))
-    write_input_dir(run_dir, sink.path, str(work / "kubeconfig"))
+    # A kubeconfig path of each run's own, as the runtime gives each run (a per-run variable the
+    # fingerprint leaves out: a template must not keep the first run's).
+    write_input_dir(run_dir, sink.path, str(work / f"{name}.kubeconfig"), extravars)
     path = [str(CLIENT_BIN)] if zygote else []
     env = {**env, "PATH": os.pathsep.join([*path, str(VENV_BIN), env["PATH"]])}
     argv = ["ansible-runner", "run", str(run_dir), "--rotate-artifacts", "20", "-p", str(playbook)]
@@ -203,11 +225,19 @@ def run(
     def cancel(event: dict) -> None:
         task = (event.get("event_data") or {}).get("task", "")
         if cancel_on and event.get("event") == "runner_on_start" and task == cancel_on:
-            proc.send_signal(cancel_signal)
+            while cancel_once is not None and not cancel_once.exists() and proc.poll() is None:
+                time.sleep(0.05)
+            os.kill(cancel_pid() if cancel_pid else proc.pid, cancel_signal)
 
     sink.on_event = cancel
     before = served(env["ANSIBLE_ZYGOTE_SOCKET"])
-    output, _ = proc.communicate()
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        sink.stop()
+        raise AssertionError(f"{name}: the run hung (still running after {timeout} s)") from None
     after = served(env["ANSIBLE_ZYGOTE_SOCKET"])
     sink.close()
     sink.stop()
