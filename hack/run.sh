@@ -61,6 +61,8 @@ if [ "${ANSIBLE_ZYGOTE:-true}" != false ]; then
   # leaves its socket: those nothing listens on go, those of another user stay.
   if ANSIBLE_ZYGOTE_SOCKET=$(PYTHONPATH="$root/lib" python3 -m ansible_zygote.socket_dir "${TMPDIR:-/tmp}"); then
     export ANSIBLE_ZYGOTE_SOCKET PATH="$root/lib/ansible_zygote/bin:$PATH"
+    # Its runs served so far: python3 -m ansible_zygote.server --socket PATH --stats
+    log "the Ansible zygote's socket: $ANSIBLE_ZYGOTE_SOCKET"
     (trap '' INT; exec "$root/lib/ansible_zygote/supervise.sh" "$operator" "$ANSIBLE_ZYGOTE_SOCKET") &
   else
     log "no directory for the Ansible zygote's socket: the real ansible-runner runs"

@@ -396,11 +396,29 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def print_stats(path: str) -> None:
+    """What {"stats": true} answers, as JSON on stdout (exit status 1 when no server answers):
+    ``served`` per program counts the runs handed to a template since the server started."""
+    try:
+        with wire.seqpacket() as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+            wire.send(sock, {"stats": True})
+            answer, _ = wire.recv(sock)
+    except OSError as err:
+        sys.exit(f"ansible-zygote: no server on {path}: {err}")
+    print(json.dumps(answer))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m ansible_zygote.server")
     parser.add_argument("--socket", required=True)
     parser.add_argument("--exit-with-pid", type=int, default=0)
+    parser.add_argument("--stats", action="store_true", help="print the running server's stats and exit")
     args = parser.parse_args()
+    if args.stats:
+        print_stats(args.socket)
+        return
     stopping: list[int] = []
 
     def stop(signum, _frame):

@@ -23,6 +23,11 @@ while kill -0 "$operator" 2>/dev/null; do
   kill -0 "$operator" 2>/dev/null || break
   if [ $(($(date +%s) - started)) -ge 60 ]; then pause=1; fi
   echo "ansible-zygote: the server stopped; starting it again in ${pause}s" >&2
-  sleep "$pause"
+  # A second at a time: an operator that stops meanwhile is not outlived by a minute.
+  waited=0
+  while [ "$waited" -lt "$pause" ] && kill -0 "$operator" 2>/dev/null; do
+    sleep 1
+    waited=$((waited + 1))
+  done
   if [ "$pause" -lt 60 ]; then pause=$((pause * 2)); fi
 done
