@@ -60,6 +60,7 @@ from trainer_jobs import status as statuslib
 from trainer_jobs.info import RenderError
 from trainer_jobs.render import Rendered, render
 from training_jobs.model import ObjectRef, PlanEvent
+from training_jobs.passes import fmt_time, parse_time
 
 # The label of a job with nothing left to do (training_jobs.plan.FINISHED_LABEL): watches.yaml's
 # selector leaves such TrainJobs alone as it does the v1 kinds' jobs.
@@ -87,20 +88,6 @@ class Plan(TypedDict):
     state: str
     metrics: dict[str, int]
     apply: bool
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def fmt_time(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def covers(observed: Any, desired: Any, path: tuple[str, ...] = ()) -> bool:
