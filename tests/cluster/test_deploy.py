@@ -198,10 +198,16 @@ def test_rbac_is_exactly_what_the_operator_uses():
     assert rules_of_operator(NS) == EXPECTED_IN_OPERATOR_NAMESPACE
 
 
-@pytest.mark.parametrize("verb", ["get", "list", "watch", "create"])
-def test_cannot_touch_secrets(verb):
+@pytest.mark.parametrize("verb", ["get", "list", "watch", "update", "patch", "delete"])
+def test_cannot_read_or_change_secrets(verb):
+    """The operator reads no Secret and changes none: it only creates an MPI TrainJob's SSH key
+    Secret once, owned by the TrainJob (the garbage collector deletes it)."""
     assert not can_i(verb, "secrets", "--all-namespaces")
     assert not can_i(verb, "secrets", "-n", NS)
+
+
+def test_may_only_create_secrets():
+    assert can_i("create", "secrets", "-n", NS)
 
 
 @pytest.mark.parametrize(
