@@ -253,7 +253,8 @@ zygote_served() {
   stats=$(PYTHONPATH="$root/lib" python3 -m ansible_zygote.server --socket "$socket" --stats) || {
     log "the Ansible zygote's server does not answer (socket: ${socket:-none in $1})"; return 1
   }
-  passes=$(grep -c "Read the objects the job owns" "$1" || true)
+  # The runtime's line for a pass's first task (its stdout repeats the task's name).
+  passes=$(grep -c '"msg":"\[playbook task start\]".*Read the objects the job owns' "$1" || true)
   log "the Ansible zygote served $stats; the operator's passes: $passes"
   python3 -c '
 import json, sys
