@@ -21,11 +21,11 @@ undeploy: ## Remove the operator (namespace, RBAC, Deployment); CRDs and jobs st
 	hack/deploy.sh undeploy
 
 .PHONY: bundle
-bundle: go-tools ## Write the OLM bundle to bundle/ (VERSION, IMG) and validate it: no errors, no warnings
+bundle: venv go-tools ## Write the OLM bundle to bundle/ (VERSION, IMG) and validate it: no errors, no warnings
 	hack/bundle.sh
 
 .PHONY: olm-test
-olm-test: go-tools ## Install the bundle through OLM (local olm, catalog, opm serve) on the cluster
+olm-test: venv go-tools ## Install the bundle through OLM (local olm, catalog, opm serve) on the cluster
 	hack/olm-test.sh
 
 .PHONY: catalog
