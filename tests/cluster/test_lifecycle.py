@@ -16,7 +16,6 @@ import pytest
 from kube import (
     FINISHED,
     REAL,
-    ROOT,
     Program,
     get,
     kubectl,
@@ -32,6 +31,50 @@ NS = "ato-lifecycle"
 
 
 namespace = namespace_fixture(NS)
+
+# Fake nodes a test may lose: tainted, so only the pods of the test that made them run there.
+LOSABLE = "test.ato.dev/losable"
+
+
+@pytest.fixture
+def losable_nodes():
+    """Two fake nodes of the test's own: ``(tag, names)``. The upstream replay runs beside these
+    tests (hack/test.sh), and deleting a shared node would make the control plane delete its pods
+    too: its finished jobs would lose pods and its running ones get replacements it never asked
+    for. A taint keeps every other pod off these nodes; :func:`on_losable_nodes` lets a replica on."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"kwok-losable-{tag}-{i}" for i in range(2)]
+    capacity = {"cpu": "32", "memory": "128Gi", "ephemeral-storage": "200Gi", "pods": "110"}
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {"kwok.x-k8s.io/node": "fake"},
+                "labels": {"type": "kwok", "kubernetes.io/hostname": name, LOSABLE: tag},
+            },
+            "spec": {"taints": [{"key": LOSABLE, "value": tag, "effect": "NoSchedule"}]},
+            "status": {
+                "addresses": [{"address": f"127.0.2.{i + 1}", "type": "InternalIP"}],
+                "allocatable": capacity,
+                "capacity": capacity,
+            },
+        }
+        for i, name in enumerate(names)
+    ]
+    kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    kubectl("wait", "--for=condition=Ready", *(f"node/{n}" for n in names), "--timeout=120s")
+    yield tag, names
+    kubectl("delete", "node", *names, "--ignore-not-found", "--wait=false")
+
+
+def on_losable_nodes(spec: dict, tag: str) -> dict:
+    """``spec``'s pods run on the nodes of :func:`losable_nodes` ``tag``, and only there."""
+    pod = spec["template"]["spec"]
+    pod["nodeSelector"] = {LOSABLE: tag}
+    pod["tolerations"] = [{"key": LOSABLE, "operator": "Equal", "value": tag, "effect": "NoSchedule"}]
+    return spec
 
 
 def tfjob(name, replica_specs, run_policy=None):
@@ -235,31 +278,29 @@ def test_events_on_the_job_are_visible_in_describe():
     assert "SuccessfulCreatePod" in described and "TFJobSucceeded" in described
 
 
-def test_job_recovers_when_a_node_is_lost():
+def test_job_recovers_when_a_node_is_lost(losable_nodes):
     """Upstream #2072: a lost node must not leave the job hanging. The node's pods are
     garbage-collected by the control plane (or force-deleted by the operator when stuck
     Terminating) and the operator creates the replicas again on the remaining nodes."""
-    name = tfjob(unique("lostnode"), {"Chief": replica(), "Worker": replica()})
+    tag, _ = losable_nodes
+    specs = {"Chief": on_losable_nodes(replica(), tag), "Worker": on_losable_nodes(replica(), tag)}
+    name = tfjob(unique("lostnode"), specs)
     wait_for(lambda: state(name) == "Running", what=f"{name} running")
     worker = f"{name}-worker-0"
     before = pod(worker)
     node = before["spec"]["nodeName"]
-    try:
-        kubectl("delete", "node", node)
-        wait_for(
-            lambda: (
-                (p := pod(worker))
-                and p["metadata"]["uid"] != before["metadata"]["uid"]
-                and p["status"].get("phase") == "Running"
-            ),
-            interval=2,
-            what=f"{worker} recreated after node {node} was lost",
-        )
-        assert pod(worker)["spec"]["nodeName"] != node
-        assert state(name) in ("Running", "Restarting")
-    finally:
-        kubectl("apply", "-f", str(ROOT / "hack" / "kwok" / "nodes.yaml"))
-        kubectl("wait", "--for=condition=Ready", "node", "--all", "--timeout=60s", check=False)
+    kubectl("delete", "node", node)
+    wait_for(
+        lambda: (
+            (p := pod(worker))
+            and p["metadata"]["uid"] != before["metadata"]["uid"]
+            and p["status"].get("phase") == "Running"
+        ),
+        interval=2,
+        what=f"{worker} recreated after node {node} was lost",
+    )
+    assert pod(worker)["spec"]["nodeName"] != node
+    assert state(name) in ("Running", "Restarting")
 
 
 def test_tensorboard_on_request_reads_the_jobs_log_volume():
@@ -391,12 +432,13 @@ def test_a_finished_pod_wakes_its_job_without_waiting_for_the_poll():
     )
 
 
-def test_pod_stuck_terminating_is_force_deleted_only_when_its_node_is_lost():
+def test_pod_stuck_terminating_is_force_deleted_only_when_its_node_is_lost(losable_nodes):
     """Upstream #2072: a pod that never finishes terminating (its kubelet is gone) would keep
     its replica from coming back. On a Ready node it is left to its kubelet however long it
     takes (a force delete would run the replacement beside it); once its node is gone the
     operator force-deletes it and creates the replica again."""
-    worker = replica()
+    tag, _ = losable_nodes
+    worker = on_losable_nodes(replica(), tag)
     worker["template"]["metadata"]["annotations"]["sim.training.ato.dev/stuck-terminating"] = "true"
     worker["template"]["spec"]["terminationGracePeriodSeconds"] = 1
     name = tfjob(unique("stuck"), {"Worker": worker})
@@ -409,14 +451,10 @@ def test_pod_stuck_terminating_is_force_deleted_only_when_its_node_is_lost():
     time.sleep(36)
     assert pod(pod_name)["metadata"]["uid"] == before["metadata"]["uid"], "not force-deleted on time alone"
     assert "ForceDeletePod" not in event_reasons(name)
-    try:
-        kubectl("delete", "node", node)
-        wait_for(
-            lambda: (p := pod(pod_name)) and p["metadata"]["uid"] != before["metadata"]["uid"],
-            interval=1,
-            what=f"{pod_name} force-deleted and recreated",
-        )
-        assert "ForceDeletePod" in event_reasons(name)
-    finally:
-        kubectl("apply", "-f", str(ROOT / "hack" / "kwok" / "nodes.yaml"))
-        kubectl("wait", "--for=condition=Ready", "node", "--all", "--timeout=60s", check=False)
+    kubectl("delete", "node", node)
+    wait_for(
+        lambda: (p := pod(pod_name)) and p["metadata"]["uid"] != before["metadata"]["uid"],
+        interval=1,
+        what=f"{pod_name} force-deleted and recreated",
+    )
+    assert "ForceDeletePod" in event_reasons(name)
