@@ -56,7 +56,6 @@ fail the task, so ansible-operator retries the reconcile with backoff.
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 from datetime import UTC, datetime
 
@@ -73,9 +72,9 @@ from training_jobs.plan import (
     status_digest,
 )
 from training_kube.client import ApiError, Client, resource_path, unavailable
+from training_kube.events import event_object
 from training_metrics.report import report
 
-REPORTING_COMPONENT = "ansible-training-operator"
 # API answers that retrying will not change: the object itself is invalid.
 PERMANENT = {400, 422}
 # The job changed since it was read: plan again from a fresh read.
@@ -95,30 +94,6 @@ def _plain(value):
     if isinstance(value, float):
         return float(value)
     return str(value)
-
-
-def event_object(job: dict, event: dict, now: str, name: str = "") -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name or f"{job['name']}.{secrets.token_hex(8)}", "namespace": job["namespace"]},
-        "involvedObject": {
-            "apiVersion": job["apiVersion"],
-            "kind": job["kind"],
-            "name": job["name"],
-            "namespace": job["namespace"],
-            "uid": job.get("uid", ""),
-        },
-        "type": event.get("type", "Normal"),
-        "reason": event["reason"],
-        "message": event.get("message", ""),
-        "source": {"component": REPORTING_COMPONENT},
-        "reportingComponent": REPORTING_COMPONENT,
-        "reportingInstance": REPORTING_COMPONENT,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
 
 
 class ActionModule(ActionBase):

@@ -34,6 +34,7 @@ RESOURCES = {
     ("v1", "Pod"): "pods",
     ("v1", "Service"): "services",
     ("v1", "ConfigMap"): "configmaps",
+    ("v1", "Secret"): "secrets",
     ("v1", "Event"): "events",
     ("v1", "Node"): "nodes",
     ("v1", "ServiceAccount"): "serviceaccounts",
@@ -53,6 +54,10 @@ RESOURCES = {
     ("scheduling.k8s.io/v1", "PriorityClass"): "priorityclasses",
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): "podgroups",
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): "podgroups",
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "trainjobs",
+    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): "trainingruntimes",
+    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): "clustertrainingruntimes",
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobsets",
 }
 
 
@@ -194,6 +199,19 @@ class Client:
         owner: bool = True,
         query: dict[str, str] | None = None,
     ) -> Any:
+        return self.send(method, path, body, content_type, owner, query)[1]
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        owner: bool = True,
+        query: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        """:meth:`request`, with the HTTP status of the answer (a server-side apply answers 201
+        when it created the object)."""
         if self._token_file:
             self._refresh_token()
         url = self.server + path
@@ -209,9 +227,22 @@ class Client:
         try:
             with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as resp:
                 payload = resp.read()
+                status = resp.status
         except urllib.error.HTTPError as err:
             raise ApiError(err.code, err.read().decode(errors="replace"), method, path) from None
-        return json.loads(payload) if payload else None
+        return status, (json.loads(payload) if payload else None)
+
+    def apply(self, obj: dict[str, Any], field_manager: str) -> bool:
+        """Server-side apply ``obj`` as ``field_manager``, taking over conflicting fields
+        (``force``), without the proxy's owner identity (``obj`` carries its owner reference);
+        whether it created the object."""
+        meta = obj["metadata"]
+        path = resource_path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+        query = {"fieldManager": field_manager, "force": "true", "fieldValidation": "Strict"}
+        status, _ = self.send(
+            "PATCH", path, obj, content_type="application/apply-patch+yaml", owner=False, query=query
+        )
+        return status == 201
 
     def list(
         self, api_version: str, kind: str, namespace: str | None, selector: dict[str, str]
