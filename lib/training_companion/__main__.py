@@ -1,6 +1,7 @@
 """The companion of ansible-operator: a sidecar container in the operator pod, a background
 process under ``make run``. It serves the job counters (:mod:`training_metrics`) and runs the
-wake watcher (:mod:`training_wake`); it decides nothing about jobs.
+wake watchers (:mod:`training_wake`: the v1 jobs' pods, the TrainJobs' JobSets); it decides
+nothing about jobs.
 
     python -m training_companion [--bind HOST:PORT] [--exit-with-pid PID] [--no-wake]
 
@@ -20,6 +21,7 @@ import threading
 import time
 
 from training_metrics.server import DEFAULT_BIND, make_server
+from training_wake.jobsets import JobSetWatcher
 from training_wake.watcher import Watcher
 
 
@@ -43,16 +45,19 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = make_server(args.bind)
-    watcher = None
+    watchers: list[Watcher | JobSetWatcher] = []
     if not args.no_wake:
         namespaces = [n.strip() for n in os.environ.get("WATCH_NAMESPACE", "").split(",") if n.strip()]
         from training_companion.kube import KubeClient
 
-        watcher = Watcher(KubeClient(), namespaces=namespaces)
-        threading.Thread(target=watcher.run, daemon=True, name="wake").start()
+        client = KubeClient()
+        watchers = [Watcher(client, namespaces=namespaces), JobSetWatcher(client, namespaces=namespaces)]
+        for watcher in watchers:
+            name = "wake" if isinstance(watcher, Watcher) else "wake-jobsets"
+            threading.Thread(target=watcher.run, daemon=True, name=name).start()
 
     def stop() -> None:
-        if watcher:
+        for watcher in watchers:
             watcher.stop.set()
         server.shutdown()
 

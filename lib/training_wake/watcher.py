@@ -100,6 +100,32 @@ class KubeClient(Protocol):
         ...
 
 
+def watch_events(
+    client: KubeClient, stop: threading.Event, path: str, selector: str, resource_version: str, timeout: float
+) -> Generator[dict, None, None]:
+    """The events of a watch on ``path`` from ``resource_version`` until ``stop`` is set, ERROR
+    events raised as :class:`ApiError`; ``selector`` "" watches every object."""
+    query = {
+        "watch": "true",
+        "resourceVersion": resource_version,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": str(max(1, int(timeout))),
+    }
+    if selector:
+        query["labelSelector"] = selector
+    with contextlib.closing(client.stream(path, query, timeout)) as lines:
+        for line in lines:
+            if stop.is_set():
+                return
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            if event.get("type") == "ERROR":
+                obj = event.get("object") or {}
+                raise ApiError(int(obj.get("code") or 500), obj.get("message", ""), "WATCH", path)
+            yield event
+
+
 class Watcher:
     def __init__(
         self,
@@ -139,25 +165,7 @@ class Watcher:
         return self._watch(self._pods_path(namespace), selector, resource_version, timeout)
 
     def _watch(self, path: str, selector: str, resource_version: str, timeout: float):
-        """The events of a watch on ``path`` from ``resource_version``, ERROR events raised."""
-        query = {
-            "labelSelector": selector,
-            "watch": "true",
-            "resourceVersion": resource_version,
-            "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(max(1, int(timeout))),
-        }
-        with contextlib.closing(self.client.stream(path, query, timeout)) as lines:
-            for line in lines:
-                if self.stop.is_set():
-                    return
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if event.get("type") == "ERROR":
-                    obj = event.get("object") or {}
-                    raise ApiError(int(obj.get("code") or 500), obj.get("message", ""), "WATCH", path)
-                yield event
+        return watch_events(self.client, self.stop, path, selector, resource_version, timeout)
 
     def _jobs(self, namespace: str, kinds: Kinds) -> tuple[dict[JobKey, JobSeen], Kinds]:
         """Every job of ``kinds`` in the namespace ("" = all), as :func:`job_seen` reads it, and
