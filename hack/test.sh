@@ -377,6 +377,29 @@ stop_kueue() {
   kueue_started=false
 }
 
+# TrainJobs on a real JobSet (tests/trainer): JobSet's manager (hack/jobset.sh, built on first
+# use), the operator as for the cluster tests, pytest -m trainer; JobSet's webhooks go with it,
+# as Kueue's do. Its logs: .local/jobset/<cluster>/jobset.log and $artifacts/operator-trainer.log.
+jobset_started=false
+trainer_tests() {
+  log "TrainJob tests (JobSet $JOBSET_VERSION; operator log: $artifacts/operator-trainer.log)"
+  jobset_started=true
+  hack/jobset.sh up
+  start_operator "$artifacts/operator-trainer.log"
+  pytest -q -m trainer tests/trainer -p no:cacheprovider || {
+    log "TrainJob tests failed; operator and JobSet log tails:"
+    tail -80 "$artifacts/operator-trainer.log"; tail -40 ".local/jobset/${ATO_CLUSTER:-ato}/jobset.log"
+    return 1
+  }
+  stop_operator
+  stop_jobset
+}
+
+stop_jobset() {
+  if $jobset_started; then hack/jobset.sh down || true; fi
+  jobset_started=false
+}
+
 # test_cluster: use_cluster, noting what the run must remove again (see clean_up).
 started_cluster=false namespaces_before=""
 test_cluster() {
@@ -399,6 +422,7 @@ clean_up() {
   [ -z "$gang_schedulers" ] || hack/gang-schedulers.sh "$gang_schedulers" down || true
   gang_schedulers=""
   stop_kueue
+  stop_jobset
   if $real_node_started; then hack/real-node.sh down || true; real_node_started=false; fi
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then
     [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"
