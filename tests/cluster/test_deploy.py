@@ -40,7 +40,8 @@ EXPECTED_IN_JOB_NAMESPACE = {
     **{(g, f"{r}/finalizers"): {"update"} for g, r in JOBS},
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
     ("", "services"): {"list", "watch", "create", "delete"},
-    ("", "configmaps"): {"list", "watch", "create", "patch", "delete"},
+    # get: a TrainJob's pass reads its config maps and PodGroup by name.
+    ("", "configmaps"): {"get", "list", "watch", "create", "patch", "delete"},
     # An MPIJob's launcher: its ServiceAccount, Role (patched as workers change) and RoleBinding;
     # pods get and pods/exec create because the launcher Role grants them.
     ("", "pods/exec"): {"create"},
@@ -58,8 +59,8 @@ EXPECTED_IN_JOB_NAMESPACE = {
     ("rbac.authorization.k8s.io", "rolebindings"): {"list", "watch", "create", "delete"},
     ("apps", "deployments"): {"list", "watch", "create", "delete"},
     ("autoscaling", "horizontalpodautoscalers"): {"list", "watch", "create", "delete"},
-    ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "create", "patch", "delete"},
-    ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch", "delete"},
+    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
     ("", "nodes"): {"get", "list", "watch"},
     ("", "events"): {"create"},

@@ -20,12 +20,7 @@ pytestmark = pytest.mark.trainer
 NS = "ato-trainer"
 namespace = namespace_fixture(NS)
 API = "trainer.kubeflow.org/v1alpha1"
-RANK = {
-    "fieldRef": {
-        "apiVersion": "v1",
-        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']",
-    }
-}
+RANK = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
 FINISHED = "training.ato.dev/finished"
 
 
@@ -97,7 +92,14 @@ def node_container(js: dict, job: str = "node") -> dict:
 
 
 def env(container: dict) -> dict:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
+    """Name -> value (or valueFrom), without the fieldRef apiVersion the API server adds to pods."""
+    found = {}
+    for e in container.get("env") or []:
+        value = e.get("value", e.get("valueFrom"))
+        if isinstance(value, dict) and value.get("fieldRef", {}).get("apiVersion") == "v1":
+            value = {"fieldRef": {k: v for k, v in value["fieldRef"].items() if k != "apiVersion"}}
+        found[e["name"]] = value
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +200,9 @@ def test_a_trainjob_runs_on_its_jobset_as_upstream_renders_it(framework):
     started = running(name, trainer["numNodes"])
     for pod in started:
         (pod_node,) = [c for c in pod["spec"]["containers"] if c["name"] == "node"]
-        assert env(pod_node) == expected(name), "the pods run with the JobSet's env"
+        # The Job controller adds JOB_COMPLETION_INDEX to an Indexed Job's pods.
+        pod_env = {k: v for k, v in env(pod_node).items() if k != "JOB_COMPLETION_INDEX"}
+        assert pod_env == expected(name), "the pods run with the JobSet's env"
     assert trainjob(name).get("status", {}).get("conditions") is None, "the SDK reads Running"
     finish(name)
     tj = check_complete(name)
