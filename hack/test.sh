@@ -215,6 +215,7 @@ e2e() {
   hack/gang-schedulers.sh plugins down
   gang_schedulers=""
   kueue_tests
+  trainer_tests
   # OLM's OwnNamespace (the identity's namespace) and a namespace list, in one run, and a second
   # operator on another namespace beside it.
   log "the operator with WATCH_NAMESPACE=ato-e2e-operator,ato-watched; a second one with ato-shard-b"
@@ -383,6 +384,7 @@ stop_kueue() {
 jobset_started=false
 trainer_tests() {
   log "TrainJob tests (JobSet $JOBSET_VERSION; operator log: $artifacts/operator-trainer.log)"
+  await_prebuilt jobset
   jobset_started=true
   hack/jobset.sh up
   start_operator "$artifacts/operator-trainer.log"
