@@ -94,6 +94,21 @@ def job_pods(namespace: str, job: str) -> list[dict]:
 IMAGE = "docker.io/library/busybox:1.36"
 
 
+def companion_pattern() -> str:
+    """A ``pkill -f``/``pgrep -f`` pattern for the companions of this checkout's operators
+    (hack/run.sh starts each with ``--exit-with-pid`` of its ansible-operator): an operator of
+    another checkout on the machine (another test run, a developer's ``make run``) is left alone."""
+    found = subprocess.run(
+        ["pgrep", "-f", f"ansible-operator run --watches-file={ROOT}/watches.yaml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    pids = found.stdout.split()
+    assert pids, f"no operator of {ROOT} runs"
+    return f"training_companion .*--exit-with-pid ({'|'.join(pids)})( |$)"
+
+
 def replica(exit_code=None, run_for="1s", policy=None, *, container="tensorflow", count=None) -> dict:
     """One replica spec of busybox pods; with ``exit_code`` the KWOK stages end each pod with it
     after ``run_for``, without it they run until deleted."""

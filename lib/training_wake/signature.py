@@ -109,6 +109,8 @@ class JobSeen(NamedTuple):
     foreign: tuple[str, ...] = ()
     # Its idle label (training_jobs.idle), if it has one.
     idle: str | None = None
+    # The names of the pods its spec asks for (none while it is suspended or not the operator's).
+    wanted: frozenset[str] = frozenset()
 
 
 def job_seen(api_version: str, kind: str, job: dict[str, Any]) -> JobSeen:
@@ -116,12 +118,27 @@ def job_seen(api_version: str, kind: str, job: dict[str, Any]) -> JobSeen:
     manager = BY_KIND[(api_version, kind)].run_policy(job.get("spec") or {}).get("managedBy") or ""
     ours = manager in OWN_MANAGERS
     conditions = (job.get("status") or {}).get("conditions") or []
+    to_run = FINISHED_LABEL not in (meta.get("labels") or {}) and ours
     return JobSeen(
         (meta.get("annotations") or {}).get(ANNOTATION),
-        FINISHED_LABEL not in (meta.get("labels") or {}) and ours,
+        to_run,
         tuple(foreign_types(conditions)) if ours else (),
         (meta.get("labels") or {}).get(IDLE_LABEL),
+        wanted_pods(api_version, kind, job) if to_run else frozenset(),
     )
+
+
+def wanted_pods(api_version: str, kind: str, job: dict[str, Any]) -> frozenset[str]:
+    """The names of the pods ``job``'s spec asks for; none while it is suspended, and none for a
+    spec the engine refuses (its pass fails the job instead)."""
+    profile = BY_KIND[(api_version, kind)]
+    try:
+        parsed = profile.job(job)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return frozenset()
+    if parsed.run_policy.get("suspend"):
+        return frozenset()
+    return frozenset(profile.pod_name(parsed, g, i) for g in parsed.groups for i in range(g.replicas))
 
 
 def foreign_condition_jobs(
@@ -151,6 +168,31 @@ def podless_jobs(
         for job, seen in jobs.items()
         if job[:2] in kinds and seen.ours_to_run and seen.annotation is None and not index.pods.get(job)
     }
+
+
+def short_of_pods(
+    index: PodIndex, jobs: dict[JobKey, JobSeen], kinds: frozenset[tuple[str, str]]
+) -> set[JobKey]:
+    """After a full list: the jobs of ``kinds`` never woken whose pods are all as they were created,
+    but fewer than their spec asks for (:attr:`JobSeen.wanted`).
+
+    A pod's removal wakes nothing while the watcher runs: its deletion marks it first, and that
+    change does. A pending pod deleted while the watcher was down (a companion restart) leaves
+    no trace but its absence, and :func:`stale_jobs` sees nothing behind: the rest are as created
+    and the job was never woken. Waking these costs one pass for a job whose pass holds pods back
+    on purpose (a gang not admitted yet, a PaddleJob's ConfigMap first): the wake writes the
+    signature, so each is woken once.
+    """
+    short = set()
+    for job, seen in jobs.items():
+        if job[:2] not in kinds or not seen.ours_to_run or seen.annotation is not None or not seen.wanted:
+            continue
+        pods = index.pods.get(job, {})
+        if any(state != AS_CREATED for state in pods.values()):
+            continue  # stale_jobs decides
+        if seen.wanted - {key.split("/", 1)[0] for key in pods}:
+            short.add(job)
+    return short
 
 
 def stale_jobs(

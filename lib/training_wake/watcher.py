@@ -47,6 +47,7 @@ from training_wake.signature import (
     foreign_condition_jobs,
     job_seen,
     podless_jobs,
+    short_of_pods,
     stale_jobs,
 )
 
@@ -208,6 +209,7 @@ class Watcher:
         with self.lock:
             index = self.indexes.setdefault((namespace, selector), PodIndex())
             stale, current = stale_jobs(index, annotations, listed)
+            stale |= short_of_pods(index, jobs, listed)
             podless = podless_jobs(index, jobs, listed) if after_error else set()
             # A job the watch saw change is already waiting for the next flush: not missed.
             missed = stale - self.dirty

@@ -22,7 +22,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kube import KUBECTL, ROOT, get, kubeconfig, kubectl, namespace_fixture, replica, wait_for
+from kube import (
+    KUBECTL,
+    ROOT,
+    companion_pattern,
+    get,
+    kubeconfig,
+    kubectl,
+    namespace_fixture,
+    replica,
+    wait_for,
+)
 from test_lifecycle import unique
 from training_wake.signature import ANNOTATION, pod_key, pod_state, signature
 
@@ -205,7 +215,7 @@ def failures(log: Path) -> list[str]:
 def operators_companion_paused():
     """The running operator's companion (hack/run.sh's) watches every namespace and would write
     the same annotations: frozen for the test, so only the exec-authenticated one can."""
-    pattern = ["-f", "--", "python3 -m training_companion"]
+    pattern = ["-f", "--", companion_pattern()]
     subprocess.run(["pkill", "-STOP", *pattern], check=False)
     yield
     subprocess.run(["pkill", "-CONT", *pattern], check=False)

@@ -22,7 +22,6 @@ pytestmark = pytest.mark.cluster
 NS = "ato-cost"
 FINISHED = "training.ato.dev/finished"
 IDLE = "training.ato.dev/idle"
-COMPANION = "python3 -m training_companion"
 
 namespace = namespace_fixture(NS)
 
@@ -136,6 +135,26 @@ def test_an_idle_job_whose_pod_is_force_deleted_is_woken():
     assert state(name) == "Running"
 
 
+def test_a_pending_pod_deleted_while_the_companion_is_down_is_created_again():
+    """A pending pod's deletion marks it first, and that wakes its job; while the companion is
+    down nothing sees it. The job was never woken (its pods never started) and the pod that is
+    left is as created, so only the job's spec says a pod is missing: the companion's first list
+    after its restart wakes the job, whose pass creates the pod again."""
+    worker = replica()
+    worker["template"]["metadata"]["annotations"]["sim.training.ato.dev/start-after"] = "3600s"
+    name = tfjob(unique("unseen"), {"Worker": {**worker, "replicas": 2}})
+    victim = f"{name}-worker-1"
+    wait_for(lambda: pod_uid(f"{name}-worker-0") and pod_uid(victim), what=f"{name}'s two pods")
+    before = pod_uid(victim)
+    signal_companion("STOP")
+    try:
+        kubectl("delete", "pod", "-n", NS, victim, "--wait=false")
+        wait_for(lambda: pod_uid(victim) != before, what=f"{victim} gone while nobody watched")
+    finally:
+        signal_companion("KILL")
+    wait_for(lambda: pod_uid(victim) not in (None, before), what=f"{victim} created again")
+
+
 def test_a_finished_job_is_labelled_and_never_reconciled_again():
     name = tfjob(unique("final"), {"Worker": replica(0)})
     wait_for(lambda: state(name) == "Succeeded", what=f"{name} succeeds")
@@ -160,7 +179,7 @@ def test_a_job_with_a_ttl_is_deleted_on_time_without_the_label():
 
 
 def signal_companion(sig: str) -> None:
-    subprocess.run(["pkill", f"-{sig}", "-f", "--", COMPANION], check=False)
+    subprocess.run(["pkill", f"-{sig}", "-f", "--", kube.companion_pattern()], check=False)
 
 
 def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
@@ -184,6 +203,6 @@ def test_jobs_end_right_when_the_companion_dies_while_their_pods_change():
         lambda: state(name) == "Succeeded",
         what=f"{name} Succeeded after the companion came back",
     )
-    assert subprocess.run(["pgrep", "-f", "--", COMPANION], check=False).returncode == 0, (
+    assert subprocess.run(["pgrep", "-f", "--", kube.companion_pattern()], check=False).returncode == 0, (
         "the companion runs again"
     )

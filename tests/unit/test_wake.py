@@ -26,8 +26,10 @@ from training_wake.signature import (
     job_seen,
     pod_state,
     podless_jobs,
+    short_of_pods,
     signature,
     stale_jobs,
+    wanted_pods,
 )
 
 OWNER = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "controller": True, "uid": "u"}
@@ -303,6 +305,50 @@ def test_podless_jobs_are_the_unwoken_ones_without_pods_that_may_wait_for_a_pass
     index.replace(pods, TF)
     assert podless_jobs(index, {JOB: seen}, TF) == ({JOB} if woken else set())
     assert podless_jobs(index, {JOB: seen}, frozenset({("kubeflow.org/v1", "MXJob")})) == set()
+
+
+def tfjob_spec(workers=2, **run_policy):
+    template = {"spec": {"containers": [{"name": "tensorflow", "image": "busybox"}]}}
+    spec = {"tfReplicaSpecs": {"Worker": {"replicas": workers, "template": template}}}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "mnist"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("job", "wanted"),
+    [
+        (tfjob_spec(2), {"mnist-worker-0", "mnist-worker-1"}),
+        (tfjob_spec(2, suspend=True), set()),  # suspended: its pods are meant to be gone
+        (tfjob_spec(0), set()),
+        ({**tfjob_spec(1), "spec": {"tfReplicaSpecs": {"Nobody": {}}}}, set()),  # refused by its pass
+    ],
+)
+def test_wanted_pods_are_the_names_the_spec_asks_for(job, wanted):
+    assert wanted_pods("kubeflow.org/v1", "TFJob", job) == wanted
+
+
+TWO = frozenset({"mnist-worker-0", "mnist-worker-1"})
+
+
+@pytest.mark.parametrize(
+    ("seen", "pods", "woken"),
+    [
+        # A pending pod deleted while the watcher was down: the other is as created.
+        (JobSeen(None, True, wanted=TWO), [pod("mnist-worker-0")], True),
+        (JobSeen(None, True, wanted=TWO), [], True),  # every pod gone, or no pass yet
+        (JobSeen(None, True, wanted=TWO), [pod("mnist-worker-0"), pod("mnist-worker-1")], False),
+        (JobSeen("", True, wanted=TWO), [pod("mnist-worker-0")], False),  # woken before: stale_jobs
+        (JobSeen(None, True, wanted=TWO), [pod("mnist-worker-0", "Running")], False),  # stale_jobs
+        (JobSeen(None, False, wanted=TWO), [pod("mnist-worker-0")], False),  # not the operator's
+        (JobSeen(None, True), [], False),  # suspended: wants no pod
+    ],
+)
+def test_short_of_pods_are_the_unwoken_jobs_missing_pods_their_spec_asks_for(seen, pods, woken):
+    index = PodIndex()
+    index.replace(pods, TF)
+    assert short_of_pods(index, {JOB: seen}, TF) == ({JOB} if woken else set())
+    assert short_of_pods(index, {JOB: seen}, frozenset({("kubeflow.org/v1", "MXJob")})) == set()
 
 
 class RecordingClient:
