@@ -73,6 +73,7 @@ from training_jobs.plan import (
 )
 from training_kube.client import ApiError, Client, resource_path, unavailable
 from training_kube.events import event_object
+from training_kube.plain import plain
 from training_metrics.report import report
 
 # API answers that retrying will not change: the object itself is invalid.
@@ -81,28 +82,13 @@ PERMANENT = {400, 422}
 CONFLICT_RETRY = "1s"
 
 
-def _plain(value):
-    """Ansible's unsafe and tagged types → plain JSON-able data."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    return str(value)
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        plan = _plain(self._task.args.get("plan") or {})
+        plan = plain(self._task.args.get("plan") or {})
         if not plan.get("apply"):
             return {**result, "changed": False, "requeue_after": plan.get("requeue_after") or ""}
         client = Client()

@@ -45,6 +45,7 @@ from trainer_jobs.plan import FINISHED_LABEL
 from trainer_jobs.policies.mpi import ssh_auth_data
 from training_kube.client import ApiError, Client, resource_path, unavailable
 from training_kube.events import event_object
+from training_kube.plain import plain
 from training_metrics.report import report
 
 # The TrainJob changed since it was read: plan again from a fresh read.
@@ -53,26 +54,13 @@ CONFLICT_RETRY = "1s"
 REFUSED_RETRY = "10s"
 
 
-def _plain(value):
-    """Ansible's unsafe and tagged types → plain JSON-able data."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int | float):
-        return value
-    return str(value)
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        plan = _plain(self._task.args.get("plan") or {})
+        plan = plain(self._task.args.get("plan") or {})
         if not plan.get("apply"):
             return {**result, "changed": False, "requeue_after": plan.get("requeue_after") or ""}
         client = Client()

@@ -24,29 +24,19 @@ from ansible.utils.unsafe_proxy import wrap_var
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
 from training_jobs.plan import observe_args, plan
-
-
-def _plain(value):
-    """Ansible's unsafe string wrappers → plain Python data, so the engine sees ordinary types."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+from training_kube.plain import plain
 
 
 def training_job_observe_args(cr, config=None):
     """The engine's reads, plus the settings (``config``) as templated here: the observe task
     hands them on in its result, so the pass templates training_job_config (about twenty
     templates and lookups) once, not once per task."""
-    settings = _plain(config or {})
-    return wrap_var({**observe_args(_plain(cr), settings), "config": settings})
+    settings = plain(config or {})
+    return wrap_var({**observe_args(plain(cr), settings), "config": settings})
 
 
 def training_job_plan(cr, observed, config=None, now=""):
-    return wrap_var(plan(_plain(cr), _plain(observed or {}), _plain(config or {}), str(now)))
+    return wrap_var(plan(plain(cr), plain(observed or {}), plain(config or {}), str(now)))
 
 
 class FilterModule:

@@ -20,29 +20,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from trainer_jobs.observe import UNAVAILABLE, reads, unavailable_plan
 from trainer_jobs.plan import plan
-
-
-def _plain(value):
-    """Ansible's unsafe string wrappers → plain Python data, so the engine sees ordinary types."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+from training_kube.plain import plain
 
 
 def trainjob_observe_args(cr):
-    return wrap_var(reads(_plain(cr)))
+    return wrap_var(reads(plain(cr)))
 
 
 def trainjob_plan(cr, observed, config=None, now=""):
-    observed = _plain(observed or {})
+    observed = plain(observed or {})
     if UNAVAILABLE in observed:
         return wrap_var(unavailable_plan())
     runtime = observed.pop("runtime", None)
-    return wrap_var(plan(_plain(cr), runtime, observed, _plain(config or {}), str(now) or None))
+    return wrap_var(plan(plain(cr), runtime, observed, plain(config or {}), str(now) or None))
 
 
 class FilterModule:
