@@ -350,8 +350,9 @@ def runtime_patches(jobs: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
 RUN_POLICY_NOTES = {
     "cleanPodPolicy": "there is none in v2: a finished TrainJob's pods stay until the TrainJob is deleted",
     "ttlSecondsAfterFinished": "a TrainJob has no TTL (kubeflow/trainer#2899): delete it once finished",
-    "backoffLimit": "retries are the runtime's (its Jobs' backoffLimit, its JobSet failurePolicy; the built-in "
-    "runtimes have none: a failed Job fails the TrainJob); write a TrainingRuntime to retry",
+    "backoffLimit": "retries are the runtime's: on a built-in one a pod restarts OnFailure up to its Job's "
+    "backoffLimit (Kubernetes' default, 6) and a failed Job fails the TrainJob (no JobSet failurePolicy); "
+    "write a TrainingRuntime (its Jobs' backoffLimit, failurePolicy.maxRestarts) to retry otherwise",
     "schedulingPolicy": "gang scheduling is a runtime's podGroupPolicy (coscheduling or volcano) in a "
     "TrainingRuntime of your own; with Kueue, the TrainJob's kueue.x-k8s.io/queue-name label picks the queue",
 }
@@ -404,11 +405,12 @@ def metadata_of(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
 
 
 def restart_notes(specs: dict[str, dict[str, Any]], notes: list[str]) -> None:
+    """The built-in runtimes' pods restart OnFailure (JobSet's default): another policy is lost."""
     for rtype, spec in specs.items():
-        if spec.get("restartPolicy"):
+        if spec.get("restartPolicy") not in (None, "OnFailure"):
             notes.append(
-                f"{rtype}: restartPolicy {spec['restartPolicy']} is dropped: restarts are the runtime's (its "
-                "Jobs' backoffLimit, its JobSet's failurePolicy)"
+                f"{rtype}: restartPolicy {spec['restartPolicy']} is dropped: the runtime's pods restart "
+                "OnFailure (JobSet's default), up to their Job's backoffLimit"
             )
 
 

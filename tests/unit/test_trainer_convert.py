@@ -133,6 +133,7 @@ def test_a_kind_becomes_a_trainjob_on_its_runtime(kind, counts, spec, trainer, j
     got = rendered_env(tj, job)
     assert {k: got.get(k) for k in env} == env
     assert converted.notes, "every kind says how its env changes"
+    assert not [n for n in converted.notes if "restartPolicy" in n], "OnFailure is the runtimes' own"
 
 
 @pytest.mark.parametrize(
@@ -292,7 +293,8 @@ ROWS = [
     ("nproc auto", "PyTorchJob", with_spec(nprocPerNode="auto"), {"trainer.numProcPerNode": None},
      "nprocPerNode 'auto'"),
     ("nproc left out", "PyTorchJob", lambda job: None, {"trainer.numProcPerNode": None}, "nprocPerNode left out"),
-    ("restartPolicy", "JAXJob", lambda job: None, {}, "Worker: restartPolicy OnFailure is dropped"),
+    ("restartPolicy", "JAXJob", lambda job: job["spec"]["jaxReplicaSpecs"]["Worker"].update(restartPolicy="ExitCode"), {},
+     "Worker: restartPolicy ExitCode is dropped"),
     ("templates differ", "PyTorchJob", differing_worker, {"trainer.args": None},
      "the Worker template differs from the Master's"),
     ("lowercase replica types", "PyTorchJob", lowercase_keys, {"trainer.numNodes": 3}, None),
