@@ -458,3 +458,14 @@ def test_the_command_reads_json_files(tmp_path):
     assert done.returncode == 0, done.stderr
     [tj] = yaml.safe_load_all(done.stdout)
     assert tj["spec"]["trainer"]["numNodes"] == 3
+
+
+def test_the_guides_example_is_what_the_command_writes():
+    """docs/trainjob.md, "An example": the v1 job, its TrainJob and the notes, as written there."""
+    text = (ROOT / "docs" / "trainjob.md").read_text()
+    section = text[text.index("### An example") : text.index("### What carries over")]
+    v1_yaml, trainjob_yaml = section.split("```yaml\n")[1:3]
+    converted = convert(yaml.safe_load(v1_yaml.split("```")[0]))
+    assert converted.trainjob == yaml.safe_load(trainjob_yaml.split("```")[0])
+    stderr = section.split("with, on stderr:\n\n```\n")[1].split("```")[0]
+    assert stderr.splitlines() == [f"PyTorchJob/mnist: {note}" for note in converted.notes]
