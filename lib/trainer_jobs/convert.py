@@ -256,10 +256,10 @@ def trainer_of(container: dict[str, Any], source: Source, rtype: str, notes: lis
     if env:
         trainer["env"] = env
     name = container.get("name")
-    if container.get("ports") and not source.launcher:
+    if container.get("ports"):
+        opens = "SSH's" if source.launcher else f"its framework's, {api.TRAINER_PORT}"
         notes.append(
-            f"{rtype}: container {name!r}: ports are dropped: the {source.runtime} runtime opens its "
-            f"framework's port, {api.TRAINER_PORT}"
+            f"{rtype}: container {name!r}: ports are dropped: the {source.runtime} runtime opens {opens}"
         )
     for key in sorted(set(container) - TRAINER_CONTAINER_FIELDS - set(PATCHABLE_CONTAINER_FIELDS)):
         notes.append(
