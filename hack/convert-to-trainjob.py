@@ -6,7 +6,7 @@
 Reads YAML or JSON, one or several documents (or a List, as ``kubectl get -o yaml`` writes),
 writes the TrainJobs as YAML to stdout and, to stderr, what did not carry over or changed
 meaning. Exits 1 when a document has no TrainJob (TFJob, PaddleJob, MXJob, Caffe2Job, ...),
-after writing the others. The decisions are lib/trainer_jobs/convert.py's; docs/trainjob.md
+after writing the others. The decisions are lib/trainer_jobs/convert.py's; docs/user-guide-trainjob.md
 ("Moving a v1 job to a TrainJob") says what carries over.
 """
 

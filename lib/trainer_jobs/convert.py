@@ -129,7 +129,7 @@ _NO_RUNTIME = (
     "Kubeflow Trainer v2.3 has no built-in runtime for {what}. Either keep the {kind}: this operator "
     "serves it as before, beside TrainJobs; or write a TrainingRuntime whose mlPolicy "
     "names no framework (plain ML: numNodes pods of its replicated job 'node', each with the TrainJob's "
-    "image, command and env) and {setup}, and a TrainJob on it (docs/trainjob.md)."
+    "image, command and env) and {setup}, and a TrainJob on it (docs/user-guide-trainjob.md)."
 )
 REFUSED = {
     (V1, "TFJob"): ("TensorFlow", "have the training code build TF_CONFIG from the JobSet's pod host names"),

@@ -463,8 +463,8 @@ def test_the_command_reads_json_files(tmp_path):
 
 
 def test_the_guides_example_is_what_the_command_writes():
-    """docs/trainjob.md, "An example": the v1 job, its TrainJob and the notes, as written there."""
-    text = (ROOT / "docs" / "trainjob.md").read_text()
+    """docs/user-guide-trainjob.md, "An example": the v1 job, its TrainJob and the notes, as written there."""
+    text = (ROOT / "docs" / "user-guide-trainjob.md").read_text()
     section = text[text.index("### An example") : text.index("### What carries over")]
     v1_yaml, trainjob_yaml = section.split("```yaml\n")[1:3]
     converted = convert(yaml.safe_load(v1_yaml.split("```")[0]))
