@@ -3,7 +3,9 @@
 Upstream reads the runtime into Go structs and writes the JobSet from apply configurations
 built from them (``apply.FromTypedObjWithFields``). On the way:
 
-- ``omitempty`` drops null, "", empty lists and empty maps (:func:`omit_empty`);
+- ``omitempty`` drops null, "", empty lists and empty maps (:func:`omit_empty`), but not a
+  pointer to a struct that is set and empty, which Go writes as ``{}``: a volume's
+  ``emptyDir: {}`` stays (:data:`SET_EVEN_EMPTY`);
 - a struct field that is not a pointer is always written, empty or not
   (:func:`struct_defaults`): the ``metadata`` of every job and pod template, the ``resources``
   of every container, and in claim templates ``metadata``, ``spec.resources`` and ``status``
@@ -18,13 +20,19 @@ from __future__ import annotations
 from typing import Any
 
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+# Pointers to structs whose every field may be left out, so that ``{}`` is a value a manifest
+# means: the empty-directory volume source, and the security contexts.
+SET_EVEN_EMPTY = frozenset({"emptyDir", "securityContext"})
 
 
 def omit_empty(value: Any) -> Any:
-    """``value`` as Go's ``omitempty`` would write it back: no null, "", [] or {} anywhere."""
+    """``value`` as Go's ``omitempty`` would write it back: no null, "", [] or {} anywhere, except
+    a struct pointer of :data:`SET_EVEN_EMPTY` that is set."""
     if isinstance(value, dict):
         kept = {k: omit_empty(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if not _empty(v)}
+        return {
+            k: v for k, v in kept.items() if not _empty(v) or (k in SET_EVEN_EMPTY and isinstance(v, dict))
+        }
     if isinstance(value, list):
         return [omit_empty(v) for v in value]
     return value

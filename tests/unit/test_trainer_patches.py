@@ -164,6 +164,15 @@ def test_omit_empty_drops_what_go_drops():
     }
 
 
+def test_omit_empty_keeps_a_set_struct_pointer_that_is_empty():
+    volume = {"name": "data", "emptyDir": {}}
+    assert omit_empty({"volumes": [volume], "securityContext": {"runAsUser": None}}) == {
+        "volumes": [{"name": "data", "emptyDir": {}}],
+        "securityContext": {},
+    }
+    assert omit_empty({"nodeSelector": {}, "emptyDir": None}) == {}
+
+
 def test_a_patch_is_read_as_go_reads_it():
     # An empty list in a patch does not clear the template's (Go's omitempty drops it first).
     rt = torch_distributed()
