@@ -7,6 +7,8 @@
 #   hack/gang-schedulers.sh plugins up|down    scheduler-plugins' scheduler (a profile named
 #                                              scheduler-plugins-scheduler, Coscheduling) and its
 #                                              controller (PodGroup status), and their CRDs
+#   hack/gang-schedulers.sh plugins crds       scheduler-plugins' CRDs only (what another
+#                                              controller needs to render its PodGroups)
 #   hack/gang-schedulers.sh all down           stop whichever runs
 #
 # Each binary is built from its Go module at the version pinned in versions.env, on first use
@@ -135,10 +137,14 @@ profiles:
 EOF
 }
 
-plugins_up() {
-  "$root/hack/build-go-tools.sh" scheduler-plugins
+plugins_crds() {
   local crds; crds="$(module_dir sigs.k8s.io/scheduler-plugins "$SCHEDULER_PLUGINS_VERSION")/config/crd/bases"
   install_crds "$crds/scheduling.x-k8s.io_podgroups.yaml" "$crds/scheduling.x-k8s.io_elasticquotas.yaml"
+}
+
+plugins_up() {
+  "$root/hack/build-go-tools.sh" scheduler-plugins
+  plugins_crds
   plugins_conf >"$state/scheduler-plugins.yaml"
   start scheduler-plugins-scheduler "$root/bin/scheduler-plugins-scheduler" \
     --config="$state/scheduler-plugins.yaml" --bind-address=127.0.0.1 --secure-port="$plugins_secure" \
@@ -154,7 +160,8 @@ case ${1:-}/${2:-} in
   volcano/up) use_cluster; volcano_up ;;
   volcano/down) stop volcano ;;
   plugins/up) use_cluster; plugins_up ;;
+  plugins/crds) use_cluster; plugins_crds ;;
   plugins/down) stop scheduler-plugins-scheduler; stop scheduler-plugins-controller ;;
   all/down) stop volcano; stop scheduler-plugins-scheduler; stop scheduler-plugins-controller ;;
-  *) echo "usage: $0 volcano|plugins up|down, or $0 all down" >&2; exit 2 ;;
+  *) echo "usage: $0 volcano|plugins up|down, $0 plugins crds, or $0 all down" >&2; exit 2 ;;
 esac

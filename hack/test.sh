@@ -381,7 +381,10 @@ stop_kueue() {
 # TrainJobs on a real JobSet (tests/trainer): JobSet's manager (hack/jobset.sh, built on first
 # use), the operator as for the cluster tests, pytest -m trainer; JobSet's webhooks go with it,
 # as Kueue's do. Its logs: .local/jobset/<cluster>/jobset.log and $artifacts/operator-trainer.log.
-jobset_started=false
+# Then the side-by-side test (-m trainer_upstream): this operator stopped, upstream's Trainer
+# v2.3.0 started (after scheduler-plugins' PodGroup CRD, which it looks for at start-up); the
+# test stops it and starts this operator itself (hack/operator-netns.sh).
+jobset_started=false trainer_started=false
 trainer_tests() {
   log "TrainJob tests (JobSet $JOBSET_VERSION; operator log: $artifacts/operator-trainer.log)"
   await_prebuilt jobset
@@ -394,7 +397,29 @@ trainer_tests() {
     return 1
   }
   stop_operator
+  trainer_side_by_side
   stop_jobset
+}
+
+trainer_side_by_side() {
+  local ours_log="$artifacts/operator-side-by-side.log" trainer_log=".local/trainer/${ATO_CLUSTER:-ato}/trainer.log"
+  log "TrainJobs under Trainer $TRAINER_VERSION's controller, then this operator (logs: $trainer_log, $ours_log)"
+  await_prebuilt scheduler-plugins trainer
+  hack/gang-schedulers.sh plugins crds
+  trainer_started=true
+  hack/trainer.sh up
+  OPERATOR_KUBECONFIG=${operator_kubeconfig:-} SIDE_BY_SIDE_OPERATOR_LOG=$ours_log \
+    pytest -q -m trainer_upstream tests/trainer -p no:cacheprovider || {
+    log "side-by-side test failed; Trainer's and the operator's log tails:"
+    tail -60 "$trainer_log"; tail -60 "$ours_log"
+    return 1
+  }
+  stop_trainer
+}
+
+stop_trainer() {
+  if $trainer_started; then hack/trainer.sh down || true; hack/operator-netns.sh down || true; fi
+  trainer_started=false
 }
 
 stop_jobset() {
@@ -424,6 +449,7 @@ clean_up() {
   [ -z "$gang_schedulers" ] || hack/gang-schedulers.sh "$gang_schedulers" down || true
   gang_schedulers=""
   stop_kueue
+  stop_trainer
   stop_jobset
   if $real_node_started; then hack/real-node.sh down || true; real_node_started=false; fi
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then

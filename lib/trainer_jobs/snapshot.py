@@ -11,6 +11,10 @@ YAML too and which upstream's reader parses, so the same snapshot serves both op
 swap. The engine reads JSON itself; a YAML snapshot (written by upstream) must be parsed by the
 observe step and handed over (``observed["runtime_snapshot"]``): the engine imports no YAML.
 The runtime's ``managedFields`` are left out of the copy (nothing reads them).
+Upstream marshals the runtime through its Go types, which write an empty struct field (a
+template's ``metadata``, a container's ``resources``) as ``{}``; the copy here keeps the runtime
+as the API server serves it, without them. Both read back as the same runtime
+(``docs/upgrade-notes.md``, Trainer v2; ``tests/trainer/test_side_by_side.py`` accepts it).
 """
 
 from __future__ import annotations
