@@ -13,6 +13,7 @@ Two parts, as the Dockerfile's image has two origins:
 
 from __future__ import annotations
 
+import json
 import sys
 
 HOME = "/opt/ansible"
@@ -80,10 +81,11 @@ def image_env() -> list[str]:
 
 
 def oci_args() -> list[str]:
-    """One --option=value each: a value such as the entrypoint's "--" is not an option."""
+    """One --option=value each, the entrypoint as JSON: argparse would take its "--" for the end
+    of the options."""
     args = [f"--user={USER_UID}:{USER_GID}", f"--workdir={RUNTIME_WORKDIR}"]
     args += [f"--env={env}" for env in image_env()]
-    return args + [f"--entrypoint={arg}" for arg in ENTRYPOINT]
+    return [*args, f"--entrypoint-json={json.dumps(ENTRYPOINT)}"]
 
 
 def reference(image: str) -> str:

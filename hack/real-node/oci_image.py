@@ -154,7 +154,7 @@ def write_archive(args: argparse.Namespace) -> None:
     layer.unlink()
 
 
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -164,6 +164,10 @@ def main() -> None:
     parser.add_argument("--add", action="append", default=[], help="HOST_PATH:IMAGE_PATH, repeatable")
     parser.add_argument("--busybox-links", help="IMAGE_PATH of busybox: link every applet to it")
     parser.add_argument("--entrypoint", action="append", default=[], help="repeatable, one argument each")
+    # argparse drops a "--" value (--entrypoint=-- gives []): an entrypoint such as tini's whole.
+    parser.add_argument(
+        "--entrypoint-json", dest="entrypoint", type=json.loads, help="the whole entrypoint, a JSON array"
+    )
     parser.add_argument("--cmd", action="append", default=[], help="repeatable, one argument each")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE, repeatable")
     parser.add_argument("--workdir", default="/")
@@ -171,7 +175,11 @@ def main() -> None:
     parser.add_argument(
         "--keep-owners", action="store_true", help="keep the owners of --rootfs's files (default: root)"
     )
-    write_archive(parser.parse_args())
+    return parser
+
+
+def main() -> None:
+    write_archive(argument_parser().parse_args())
 
 
 if __name__ == "__main__":

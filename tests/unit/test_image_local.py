@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -140,14 +141,37 @@ def test_a_changed_dockerfile_is_drift(old, new):
     assert drift(DOCKERFILE.replace(old, new, 1))
 
 
+def load_oci_image():
+    spec = importlib.util.spec_from_file_location("oci_image", ROOT / "hack" / "real-node" / "oci_image.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_image_config_is_the_layouts():
-    args = layout.oci_args()
-    assert "--user=1001:0" in args and f"--workdir={layout.HOME}" in args
-    assert [
-        a.removeprefix("--entrypoint=") for a in args if a.startswith("--entrypoint=")
-    ] == layout.ENTRYPOINT
-    env = [a.removeprefix("--env=") for a in args if a.startswith("--env=")]
-    assert env == [f"{k}={v}" for k, v in layout.RUNTIME_ENV + layout.PROJECT_ENV]
+    """layout.py's arguments through oci_image.py's own parser give the Dockerfile's config."""
+    oci_image = load_oci_image()
+    args = oci_image.argument_parser().parse_args(["--ref=r", "--out=o", *layout.oci_args()])
+    config = oci_image.image_config(args, "0" * 64)["config"]
+    assert config["Entrypoint"] == layout.ENTRYPOINT
+    assert config["User"] == "1001:0" and config["WorkingDir"] == layout.HOME
+    assert config["Env"][1:] == [f"{k}={v}" for k, v in layout.RUNTIME_ENV + layout.PROJECT_ENV]
+    assert config["Env"][0] == "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def test_make_image_local_runs_the_script():
+    out = subprocess.run(
+        ["make", "-n", "--no-print-directory", "-C", str(ROOT), "image-local"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.split() == ["hack/image-local.sh"]
+    helptext = subprocess.run(
+        ["make", "-C", str(ROOT), "help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "image-local" in helptext
 
 
 @pytest.mark.parametrize(
