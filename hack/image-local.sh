@@ -62,7 +62,7 @@ runtime_source() {
 debian_base() {
   local sources=()
   [ ! -f /etc/apt/sources.list.d/debian.sources ] || sources=(/etc/apt/sources.list.d/debian.sources)
-  nice -n 5 mmdebstrap --quiet --mode=unshare --variant=essential \
+  mmdebstrap --quiet --mode=unshare --variant=essential \
     --include="$(IFS=,; echo "${debian_packages[*]}")" \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
@@ -130,6 +130,8 @@ runtime_tar() {
 
 build() {
   local start=$SECONDS tar args=()
+  # Gentle on a shared machine: every step below (unpacking, compiling, hashing) at a lower priority.
+  renice -n 5 -p $$ >/dev/null
   mkdir -p "$out"
   tar=$(runtime_tar)
   rm -rf "$rootfs"

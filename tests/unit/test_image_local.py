@@ -191,7 +191,12 @@ def test_reference_is_what_the_kubelet_asks_for(image, reference):
 def runtime_dockerfile() -> str:
     """The runtime image's Dockerfile from the Go module cache (hack/build-go-tools.sh
     ansible-operator downloads the module); nothing is fetched here."""
-    cache = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
+    try:
+        cache = subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        cache = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
     version = versions()["ANSIBLE_OPERATOR_VERSION"]
     path = Path(cache) / f"github.com/operator-framework/ansible-operator-plugins@{version}"
     dockerfile = path / "images" / "ansible-operator" / "Dockerfile"
