@@ -12,6 +12,9 @@
 #   hack/real-node.sh images   (re)build the image archives
 #   hack/real-node.sh prepare  install and build what `up` needs (packages, binaries, the JAX image),
 #                              ahead of it (hack/prebuild.sh)
+#   hack/real-node.sh import-image ARCHIVE
+#                              import an OCI archive (hack/image-local.sh's operator image) into
+#                              the running node's containerd, under the name its index carries
 #
 # The node is named after its address, REAL_NODE_IP (default 127.0.2.1: the kubelet refuses a
 # loopback --node-ip, a loopback hostname-override is accepted); it carries the label and the
@@ -319,11 +322,21 @@ status() {
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
 }
 
+# import_image ARCHIVE: into the running node's containerd (namespace k8s.io, the kubelet's), as
+# in-mountns.sh imports the node's own images at its start; pods find it with imagePullPolicy
+# Never or IfNotPresent under the name the archive carries (hack/image-local/layout.py reference).
+import_image() {
+  local archive=${1:?usage: $0 import-image ARCHIVE}
+  running || { log "the real node does not run (hack/real-node.sh up)"; return 1; }
+  ctr --address "$state/containerd.sock" -n k8s.io images import "$archive" >&2
+}
+
 case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
   images) mkdir -p "$state"; build_images ;;
   prepare) ensure_binaries; mkdir -p "$state/images"; build_jax_image ;;
-  *) echo "usage: $0 up|down|status|images|prepare" >&2; exit 2 ;;
+  import-image) import_image "${2:-}" ;;
+  *) echo "usage: $0 up|down|status|images|prepare|import-image ARCHIVE" >&2; exit 2 ;;
 esac

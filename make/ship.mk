@@ -7,7 +7,8 @@ IMG ?= ansible-training-operator:$(VERSION)
 # The bundle and catalog images, as operator-sdk projects name them.
 BUNDLE_IMG ?= ansible-training-operator-bundle:v$(VERSION)
 CATALOG_IMG ?= ansible-training-operator-catalog:v$(VERSION)
-# docker or podman: no container engine is needed for anything but the *-build and *-push targets.
+# docker or podman: no container engine is needed for anything but the *-build and *-push targets
+# (image-local assembles the operator image without one, hack/image-local.sh).
 CONTAINER_TOOL ?= docker
 
 ##@ Ship
@@ -36,6 +37,10 @@ catalog: bundle ## Write the file-based catalog of the bundle (naming BUNDLE_IMG
 .PHONY: docker-build
 docker-build: ## Build the operator image IMG with CONTAINER_TOOL (docker or podman)
 	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: image-local
+image-local: ## Assemble the operator image IMG without a container engine: .local/image/ansible-training-operator.oci.tar
+	hack/image-local.sh
 
 .PHONY: docker-push
 docker-push: ## Push the operator image IMG

@@ -9,7 +9,9 @@ The real node (hack/real-node.sh) runs only images made here and imported into i
         --add /bin/busybox:bin/busybox --busybox-links bin/busybox
     oci_image.py --ref ato.local/python:TAG --out python.tar --rootfs DIR --entrypoint /usr/bin/python3
 
-The layer is an uncompressed tar with every entry owned by root and dated 0, so the same inputs
+hack/image-local.sh writes the operator image with it (--rootfs DIR --keep-owners --user 1001:0).
+
+The layer is an uncompressed tar with every entry dated 0 and owned by root (unless --keep-owners), so the same inputs
 give the same image digest. The archive holds oci-layout, index.json (the reference in the
 annotation containerd names imported images by), the manifest, the config and the layer.
 """
@@ -35,6 +37,11 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
     """Root-owned, dated 0: the layer's digest depends on the content only."""
     info.uid = info.gid = 0
+    return dated_zero(info)
+
+
+def dated_zero(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Dated 0, owners kept (numeric): a root file system with a user of its own (--keep-owners)."""
     info.uname = info.gname = ""
     info.mtime = 0
     return info
@@ -63,8 +70,9 @@ def build_layer(args: argparse.Namespace, path: Path) -> str:
     memory); its sha256."""
     with tarfile.open(path, mode="w", format=tarfile.PAX_FORMAT) as layer:
         if args.rootfs:
+            owners = dated_zero if args.keep_owners else normalise
             for entry in sorted(os.listdir(args.rootfs)):
-                layer.add(os.path.join(args.rootfs, entry), arcname=entry, filter=normalise)
+                layer.add(os.path.join(args.rootfs, entry), arcname=entry, filter=owners)
         else:
             for name in DIRECTORIES:
                 add_directory(layer, name)
@@ -116,15 +124,14 @@ def add_json(archive: tarfile.TarFile, name: str, value: dict) -> None:
 
 
 def image_config(args: argparse.Namespace, layer_digest: str) -> dict:
+    config = {"Env": [f"PATH={PATH}", *args.env], "Entrypoint": args.entrypoint, "Cmd": args.cmd}
+    config["WorkingDir"] = args.workdir
+    if args.user:
+        config["User"] = args.user
     return {
         "architecture": "amd64",
         "os": "linux",
-        "config": {
-            "Env": [f"PATH={PATH}", *args.env],
-            "Entrypoint": args.entrypoint,
-            "Cmd": args.cmd,
-            "WorkingDir": args.workdir,
-        },
+        "config": config,
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
     }
 
@@ -147,7 +154,7 @@ def write_archive(args: argparse.Namespace) -> None:
     layer.unlink()
 
 
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -157,10 +164,22 @@ def main() -> None:
     parser.add_argument("--add", action="append", default=[], help="HOST_PATH:IMAGE_PATH, repeatable")
     parser.add_argument("--busybox-links", help="IMAGE_PATH of busybox: link every applet to it")
     parser.add_argument("--entrypoint", action="append", default=[], help="repeatable, one argument each")
+    # argparse drops a "--" value (--entrypoint=-- gives []): an entrypoint such as tini's whole.
+    parser.add_argument(
+        "--entrypoint-json", dest="entrypoint", type=json.loads, help="the whole entrypoint, a JSON array"
+    )
     parser.add_argument("--cmd", action="append", default=[], help="repeatable, one argument each")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE, repeatable")
     parser.add_argument("--workdir", default="/")
-    write_archive(parser.parse_args())
+    parser.add_argument("--user", help="UID[:GID] the image runs as (default: root)")
+    parser.add_argument(
+        "--keep-owners", action="store_true", help="keep the owners of --rootfs's files (default: root)"
+    )
+    return parser
+
+
+def main() -> None:
+    write_archive(argument_parser().parse_args())
 
 
 if __name__ == "__main__":
