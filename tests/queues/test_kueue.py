@@ -97,11 +97,23 @@ def pod_count(kind: str) -> int:
     return sum(n for _, n in KINDS[kind])
 
 
-def finish(kind: str, name: str, exit_code: int = 0) -> dict:
-    """End the job's pods; the job once it has the condition this exit code gives it."""
+def finish(kind: str, name: str, exit_code: int = 0, *, ttl: bool = False) -> dict | None:
+    """End the job's pods; the job once it has the condition this exit code gives it. With
+    ``ttl`` (a one-second ``ttlSecondsAfterFinished``), None if the TTL deleted it before a
+    poll saw the condition."""
     finish_job_pods(NS, name, exit_code)
     state = "Succeeded" if exit_code == 0 else "Failed"
-    return wait_for(lambda: (j := job(kind, name)) and is_true(j, state) and j, what=f"{name} {state}")
+
+    def done():
+        found = kubectl("get", resource(kind), "-n", NS, name, "-o", "json", check=False)
+        if found.returncode != 0:
+            assert ttl and "NotFound" in found.stderr, found.stderr
+            return True
+        j = json.loads(found.stdout)
+        return is_true(j, state) and j
+
+    finished = wait_for(done, what=f"{name} {state}")
+    return finished if isinstance(finished, dict) else None
 
 
 def delete(kind: str, *names: str) -> None:
@@ -254,12 +266,12 @@ def test_a_higher_priority_job_preempts_and_the_victim_runs_again(ttl):
     assert_stopped(victim, original)
     running_pods(high, 2)
     assert not workload_is("TFJob", victim, "Admitted")
-    finish("TFJob", high)
+    finish("TFJob", high, ttl=bool(ttl))
     again = running_pods(victim, 2)
     assert not {p["metadata"]["uid"] for p in again} & before[victim][0], "new pods"
     assert job("TFJob", victim)["status"]["startTime"] > before[victim][1], "a new startTime"
     for name in low:
-        finish("TFJob", name)
+        finish("TFJob", name, ttl=bool(ttl))
     if ttl:
         gone = wait_for(
             lambda: kubectl("get", resource("TFJob"), "-n", NS, victim, check=False).returncode != 0,
