@@ -29,8 +29,13 @@ pidfile="$state/kueue.pid" logfile="$state/kueue.log"
 # (never) are not among them. "pod": plain pod groups, which queue the pods of the other kinds
 # (docs/queues-and-gang-scheduling.md); Kueue's pod webhook then sees every pod created outside
 # kube-system and kueue-system, and leaves those without a queue label alone.
+# TrainJob (Trainer v2): Kueue sets its controller up only once the TrainJob CRD is served (it
+# polls for it), and that controller watches the JobSets the TrainJobs own: start JobSet first
+# (hack/jobset.sh up installs its CRD). Kueue builds each TrainJob's JobSet from its runtime itself
+# to count its pods, and admits it through a runtimePatches entry of its own (manager
+# kueue.x-k8s.io/manager) which the operator applies to the JobSet.
 frameworks=(kubeflow.org/tfjob kubeflow.org/pytorchjob kubeflow.org/xgboostjob kubeflow.org/jaxjob
-  kubeflow.org/paddlejob pod)
+  kubeflow.org/paddlejob trainer.kubeflow.org/trainjob pod)
 
 running() {
   [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null &&

@@ -359,15 +359,22 @@ bench() {
 
 # Kueue's own manager (hack/kueue.sh) admits, holds and preempts the jobs; the operator needs no
 # setting for it. Kueue's webhooks go with it: they would refuse every later job create.
+# JobSet starts first: Kueue's TrainJob controller watches JobSets, so their CRD must be served
+# when Kueue starts (pytest -m kueue_trainjob: TrainJobs on JobSet, queued by Kueue). JobSet keeps
+# running for trainer_tests, which comes next and runs without Kueue.
 kueue_started=false
 kueue_tests() {
   log "Kueue tests (Kueue $KUEUE_VERSION, log: .local/kueue/; operator log: $artifacts/operator-kueue.log)"
+  await_prebuilt jobset kueue
+  jobset_started=true
+  hack/jobset.sh up
   kueue_started=true
-  await_prebuilt kueue
   hack/kueue.sh up
   start_operator "$artifacts/operator-kueue.log"
-  pytest -q -m kueue tests/queues -p no:cacheprovider || {
-    log "Kueue tests failed; operator log tail:"; tail -60 "$artifacts/operator-kueue.log"; return 1
+  pytest -q -m "kueue or kueue_trainjob" tests/queues -p no:cacheprovider || {
+    log "Kueue tests failed; operator and JobSet log tails:"
+    tail -60 "$artifacts/operator-kueue.log"; tail -40 ".local/jobset/${ATO_CLUSTER:-ato}/jobset.log"
+    return 1
   }
   stop_operator
   stop_kueue

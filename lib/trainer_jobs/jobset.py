@@ -13,6 +13,7 @@ patches' on top.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from trainer_jobs import api, typed, upsert
@@ -115,3 +116,17 @@ def build(info: Info) -> dict[str, Any]:
     if info.annotations:
         metadata["annotations"] = dict(info.annotations)
     return {"apiVersion": api.JOBSET_API_VERSION, "kind": api.JOBSET, "metadata": metadata, "spec": spec}
+
+
+def for_reapply(jobset: dict[str, Any]) -> dict[str, Any]:
+    """The JobSet as applied again over the one that exists: without the empty ``metadata`` of a
+    pod template. Server-side apply stores an applied ``{}`` whose fields this manager owned (the
+    labels and annotations of a runtime patch taken back, Kueue's at a preemption) as null,
+    which the JobSet CRD refuses (``must be of type object``); left out, those fields are
+    removed all the same."""
+    out = copy.deepcopy(jobset)
+    for rjob in out["spec"].get("replicatedJobs") or []:
+        pod_template = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        if pod_template.get("metadata") == {}:
+            del pod_template["metadata"]
+    return out

@@ -56,6 +56,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 from trainer_jobs import api, snapshot
+from trainer_jobs import jobset as jobsetlib
 from trainer_jobs import status as statuslib
 from trainer_jobs.info import RenderError
 from trainer_jobs.render import Rendered, render
@@ -90,16 +91,26 @@ class Plan(TypedDict):
     apply: bool
 
 
+# What a runtime patch may add to a pod or Job template, and take back again (Kueue does at each
+# preemption): neither the API server nor the JobSet webhook defaults any of them.
+TEMPLATE_PATCH_FIELDS = ("labels", "annotations", "nodeSelector", "tolerations", "schedulingGates")
+
+
 def covers(observed: Any, desired: Any, path: tuple[str, ...] = ()) -> bool:
     """Whether applying ``desired`` would change nothing in ``observed``: every field it sets has
     that value there, lists have the same length (an item gone from the desired list is one the
-    apply removes), and string maps under ``labels``, ``annotations`` and ``nodeSelector`` have
-    no other key (one a runtime patch no longer sets). Other extra fields (the JobSet webhook's
+    apply removes), string maps under ``labels``, ``annotations`` and ``nodeSelector`` have no
+    other key, and a template has none of ``TEMPLATE_PATCH_FIELDS`` that ``desired`` lacks
+    altogether (what a runtime patch no longer sets). Other extra fields (the JobSet webhook's
     defaults) are the API server's, not changes."""
     if isinstance(desired, dict):
+        if observed is None and not desired:
+            return True  # an empty map applies nothing (for_reapply leaves one out)
         if not isinstance(observed, dict):
             return False
         if path and path[-1] in ("labels", "annotations", "nodeSelector") and set(observed) - set(desired):
+            return False
+        if "template" in path and any(observed.get(k) and k not in desired for k in TEMPLATE_PATCH_FIELDS):
             return False
         return all(covers(observed.get(k), v, (*path, k)) for k, v in desired.items())
     if isinstance(desired, list):
@@ -189,10 +200,10 @@ class _Pass:
         self.event("Normal", f"SuccessfulCreate{kind}", f"Created {kind.lower()}: {name}", f"{kind}/{name}")
         return False
 
-    def reapply(self, obj: dict[str, Any]) -> None:
-        """Apply ``obj`` again if the observed one differs from it."""
+    def reapply(self, obj: dict[str, Any], applied: dict[str, Any] | None = None) -> None:
+        """Apply ``obj`` again (as ``applied`` if given) if the observed one differs from it."""
         if not covers(self.observed_like(obj), obj):
-            self.patch.append(obj)
+            self.patch.append(applied or obj)
 
 
 def _deadline(p: _Pass) -> datetime | None:
@@ -281,7 +292,7 @@ def _objects(p: _Pass, rendered: Rendered) -> None:
     if p.jobset is None:
         p.create_missing(rendered.jobset)
     elif suspended or (p.jobset.get("spec") or {}).get("suspend") is True:
-        p.reapply(rendered.jobset)
+        p.reapply(rendered.jobset, jobsetlib.for_reapply(rendered.jobset))
 
 
 def _active(p: _Pass) -> None:

@@ -8,25 +8,29 @@ Kueue's to give, so a test holds the queue instead of racing it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
+from functools import partial
 
+import kueue_queues as queues
 import pytest
-from kube import IMAGE, ROOT, Watch, finish_job_pods, get, job_pods, kubectl, wait_for
+from kube import IMAGE, finish_job_pods, get, job_pods, kubectl, wait_for
+from kueue_queues import (
+    GPU_NODES,
+    GPU_TOLERATION,
+    PODSET_LABEL,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    condition,
+    is_true,
+    queue_held,
+)
 from training_jobs.registry import BY_KIND
 
 pytestmark = pytest.mark.kueue
 
 NS = "ato-kueue"
-QUEUES = ROOT / "config" / "kueue" / "queues.yaml"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-PODSET_LABEL = "kueue.x-k8s.io/podset"
 IDLE_LABEL = "training.ato.dev/idle"
-# The flavor's nodeSelector and toleration (config/kueue/queues.yaml).
-GPU_NODES = {"nvidia.com/gpu.present": "true"}
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # Two one-GPU pods per job; the ClusterQueue holds four GPUs.
 KINDS = {
     "TFJob": (("Worker", 2),),
@@ -35,32 +39,10 @@ KINDS = {
     "JAXJob": (("Worker", 2),),
     "PaddleJob": (("Master", 1), ("Worker", 1)),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def queues():
-    kubectl("create", "namespace", NS, check=False)
-    kubectl("apply", "-n", NS, "-f", str(QUEUES))
-    yield
-    kubectl("delete", "namespace", NS, "--wait=false", check=False)
-    kubectl("delete", "pods", "--all", "-n", NS, "--grace-period=0", "--force", "--wait=false", check=False)
-
-
-@pytest.fixture
-def watch():
-    """Start a watch of ``resource`` by label selector; every one is stopped when the test ends,
-    passed or failed."""
-    started: list[Watch] = []
-
-    def start(resource: str, selector: str) -> Watch:
-        started.append(Watch(resource, None, NS, selector))
-        return started[-1]
-
-    yield start
-    for w in started:
-        if w.proc.poll() is None:
-            w.proc.kill()
-            w.proc.wait(timeout=10)
+namespace = queues.queues_fixture(NS)
+watch = queues.watch_fixture(NS)
+workload = partial(queues.workload, NS)
+workload_is = partial(queues.workload_is, NS)
 
 
 def resource(kind: str) -> str:
@@ -98,27 +80,6 @@ def job(kind: str, name: str) -> dict:
     return get(resource(kind), "-n", NS, name)
 
 
-def condition(obj: dict, kind: str) -> dict:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
-
-
-def is_true(obj: dict, kind: str) -> bool:
-    return condition(obj, kind).get("status") == "True"
-
-
-def workload(kind: str, name: str) -> dict | None:
-    """The Workload Kueue made for the job (its owner)."""
-    for w in get("workloads.kueue.x-k8s.io", "-n", NS)["items"]:
-        if any(o["kind"] == kind and o["name"] == name for o in w["metadata"].get("ownerReferences") or []):
-            return w
-    return None
-
-
-def workload_is(kind: str, name: str, state: str) -> dict | None:
-    w = workload(kind, name)
-    return w if w and is_true(w, state) else None
-
-
 def templates(obj: dict, kind: str) -> dict:
     spec = obj["spec"][BY_KIND[("kubeflow.org/v1", kind)].replica_specs_field]
     return {r: s["template"] for r, s in spec.items()}
@@ -136,25 +97,27 @@ def pod_count(kind: str) -> int:
     return sum(n for _, n in KINDS[kind])
 
 
-def finish(kind: str, name: str, exit_code: int = 0) -> dict:
-    """End the job's pods; the job once it has the condition this exit code gives it."""
+def finish(kind: str, name: str, exit_code: int = 0, *, ttl: bool = False) -> dict | None:
+    """End the job's pods; the job once it has the condition this exit code gives it. With
+    ``ttl`` (a one-second ``ttlSecondsAfterFinished``), None if the TTL deleted it before a
+    poll saw the condition."""
     finish_job_pods(NS, name, exit_code)
     state = "Succeeded" if exit_code == 0 else "Failed"
-    return wait_for(lambda: (j := job(kind, name)) and is_true(j, state) and j, what=f"{name} {state}")
+
+    def done():
+        found = kubectl("get", resource(kind), "-n", NS, name, "-o", "json", check=False)
+        if found.returncode != 0:
+            assert ttl and "NotFound" in found.stderr, found.stderr
+            return True
+        j = json.loads(found.stdout)
+        return is_true(j, state) and j
+
+    finished = wait_for(done, what=f"{name} {state}")
+    return finished if isinstance(finished, dict) else None
 
 
 def delete(kind: str, *names: str) -> None:
     kubectl("delete", resource(kind), "-n", NS, *names, "--wait=false", "--ignore-not-found")
-
-
-@contextlib.contextmanager
-def queue_held():
-    """No admission while inside: the ClusterQueue's stopPolicy Hold (admitted jobs keep running)."""
-    kubectl("patch", "clusterqueue", "training", "--type=merge", "-p", '{"spec":{"stopPolicy":"Hold"}}')
-    try:
-        yield
-    finally:
-        kubectl("patch", "clusterqueue", "training", "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
 
 
 def parked_while_held(kind: str, name: str) -> dict:
@@ -303,12 +266,12 @@ def test_a_higher_priority_job_preempts_and_the_victim_runs_again(ttl):
     assert_stopped(victim, original)
     running_pods(high, 2)
     assert not workload_is("TFJob", victim, "Admitted")
-    finish("TFJob", high)
+    finish("TFJob", high, ttl=bool(ttl))
     again = running_pods(victim, 2)
     assert not {p["metadata"]["uid"] for p in again} & before[victim][0], "new pods"
     assert job("TFJob", victim)["status"]["startTime"] > before[victim][1], "a new startTime"
     for name in low:
-        finish("TFJob", name)
+        finish("TFJob", name, ttl=bool(ttl))
     if ttl:
         gone = wait_for(
             lambda: kubectl("get", resource("TFJob"), "-n", NS, victim, check=False).returncode != 0,

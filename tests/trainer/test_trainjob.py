@@ -11,47 +11,24 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 
 import pytest
-from kube import finish_pod, get, kubectl, namespace_fixture, reconcile_finished, wait_for
+import trainjobs
+from kube import get, kubectl, namespace_fixture, reconcile_finished, wait_for
 
 pytestmark = pytest.mark.trainer
 
 NS = "ato-trainer"
 namespace = namespace_fixture(NS)
-API = "trainer.kubeflow.org/v1alpha1"
 RANK = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
 FINISHED = "training.ato.dev/finished"
-
-
-def create_trainjob(name: str, runtime: str, trainer: dict | None = None, **spec) -> None:
-    body = {"runtimeRef": {"name": runtime}, **spec}
-    if trainer is not None:
-        body["trainer"] = trainer
-    manifest = {
-        "apiVersion": API,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": body,
-    }
-    kubectl("create", "-f", "-", stdin=json.dumps(manifest))
-
-
-def trainjob(name: str) -> dict:
-    return get("trainjobs.trainer.kubeflow.org", "-n", NS, name)
-
-
-def jobset(name: str, *flags: str) -> dict | None:
-    found = kubectl("get", "jobsets.jobset.x-k8s.io", "-n", NS, name, "-o", "json", *flags, check=False)
-    return json.loads(found.stdout) if found.returncode == 0 else None
-
-
-def pods(name: str, job: str = "") -> list[dict]:
-    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
-    if job:
-        selector += f",jobset.sigs.k8s.io/replicatedjob-name={job}"
-    items = get("pods", "-n", NS, "-l", selector)["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+create_trainjob = partial(trainjobs.create, NS)
+trainjob = partial(trainjobs.trainjob, NS)
+jobset = partial(trainjobs.jobset, NS)
+pods = partial(trainjobs.pods, NS)
+running = partial(trainjobs.running, NS)
+finish = partial(trainjobs.finish, NS)
 
 
 def condition(tj: dict, ctype: str) -> dict | None:
@@ -64,22 +41,6 @@ def has_condition(name: str, ctype: str, status: str = "True", reason: str | Non
         return c is not None and c["status"] == status and (reason is None or c["reason"] == reason)
 
     wait_for(check, what=f"TrainJob {name}: {ctype}={status} {reason or ''}")
-
-
-def running(name: str, count: int, job: str = "") -> list[dict]:
-    return wait_for(
-        lambda: (
-            lambda ps: (
-                ps if len(ps) == count and all(p["status"].get("phase") == "Running" for p in ps) else None
-            )
-        )(pods(name, job)),
-        what=f"{count} running pod(s) of {name} {job}",
-    )
-
-
-def finish(name: str, job: str = "") -> None:
-    for pod in pods(name, job):
-        finish_pod(NS, pod["metadata"]["name"])
 
 
 def rjob(js: dict, name: str) -> dict:

@@ -148,6 +148,28 @@ def test_preemption_takes_kueues_patch_back():
     assert "nodeSelector" not in pod(applied)
 
 
+def test_kueue_takes_its_patch_back_after_the_suspend_and_the_jobset_follows():
+    """Kueue's preemption in its two writes: ``suspend`` first (the JobSet is suspended with the
+    flavor still on its template), then, once no Job is active, its patch emptied: the next pass
+    applies the suspended JobSet again without the flavor."""
+    admitted = {**KUEUE_PATCH, "trainingRuntimeSpec": copy.deepcopy(KUEUE_PATCH["trainingRuntimeSpec"])}
+    node = admitted["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    node["template"]["metadata"] = {"labels": {"kueue.x-k8s.io/podset": "node"}}
+    node["template"]["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    tj, rt = trainjob(suspend=True, trainer={}, runtimePatches=[admitted]), torch_distributed()
+    observed = existing(tj, rt)
+    assert plan(tj, rt, observed, {}, NOW)["patch"] == [], "suspended with the flavor: nothing new"
+    tj["spec"]["runtimePatches"] = [{**KUEUE_PATCH, "trainingRuntimeSpec": {"template": {"spec": {}}}}]
+    (applied,) = plan(tj, rt, observed, {}, NOW)["patch"]
+    assert applied["spec"]["suspend"] is True
+    assert {"nodeSelector", "tolerations"}.isdisjoint(pod(applied))
+    (rjob,) = applied["spec"]["replicatedJobs"]
+    # Applied as {}, the labels' map would be stored as null, which the JobSet CRD refuses.
+    assert "metadata" not in rjob["template"]["spec"]["template"]
+    observed["jobsets"] = [served(applied)]
+    assert plan(tj, rt, observed, {}, NOW)["patch"] == [], "applied: nothing new"
+
+
 def test_runtime_patches_of_a_running_trainjob_are_not_applied():
     # Upstream builds nothing while both the TrainJob and the JobSet run (its webhook refuses
     # such an edit anyway).
@@ -340,6 +362,11 @@ def test_objects_another_controller_owns_are_not_ours():
         ({"labels": {"x": "1", "y": "2"}}, {"labels": {"x": "1"}}, False),
         ({"nodeSelector": {"x": "1"}}, {"nodeSelector": {"x": "1"}}, True),
         ({"spec": {"x": {"y": 1, "z": 2}}}, {"spec": {"x": {"y": 1}}}, True),
+        ({"template": {"spec": {"tolerations": [{"key": "a"}]}}}, {"template": {"spec": {}}}, False),
+        ({"template": {"metadata": {"labels": {"x": "1"}}}}, {"template": {"metadata": {}}}, False),
+        ({"template": {"spec": {"tolerations": []}}}, {"template": {"spec": {}}}, True),
+        ({"spec": {"tolerations": [{"key": "a"}]}}, {"spec": {}}, True),  # not a template
+        ({"template": {"spec": {}}}, {"template": {"metadata": {}, "spec": {}}}, True),
         (None, {"a": 1}, False),
     ],
 )
