@@ -15,7 +15,11 @@ The TrainJob's counterpart of ``training_job_apply``; nothing is decided here. I
 4. ``events`` on the TrainJob; one ``about`` an object only if this task created or deleted it.
 5. ``final``: the label ``training.ato.dev/finished``, once everything else is written, so the
    runtime's watch selector leaves the TrainJob alone from then on.
-6. ``metrics``: ``created`` once the JobSet was created here, ``successful`` and ``failed``
+6. ``idle``: the label ``training.ato.dev/idle`` with this value (``trainer_jobs.idle``), under the
+   resourceVersion the status write left (or the one the pass read), and only when the pass
+   created, deleted and was refused nothing: a TrainJob changed since is not left idle (409), its
+   change has queued the next pass.
+7. ``metrics``: ``created`` once the JobSet was created here, ``successful`` and ``failed``
    once the status recording them was written.
 
 An object the API server refuses (anything but 409 for the Secret) is not the TrainJob's
@@ -43,6 +47,7 @@ from trainer_jobs.api import FIELD_MANAGER
 from trainer_jobs.observe import UNAVAILABLE_RETRY_SECONDS
 from trainer_jobs.plan import FINISHED_LABEL
 from trainer_jobs.policies.mpi import ssh_auth_data
+from training_jobs.idle import IDLE_LABEL
 from training_kube.client import ApiError, Client, resource_path, unavailable
 from training_kube.events import event_object
 from training_kube.plain import plain
@@ -145,20 +150,26 @@ def _delete(client: Client, ref: dict) -> bool:
         return False
 
 
-def _write_status(client: Client, job: dict, status: dict) -> tuple[bool, bool]:
-    """(written, conflict); a TrainJob that is gone is neither."""
-    path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
+def _job_path(job: dict) -> str:
+    return resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
+
+
+def _write_status(client: Client, job: dict, status: dict) -> tuple[bool, bool, str]:
+    """(written, conflict, the TrainJob's resourceVersion after the write); a TrainJob that is
+    gone is neither."""
     patch: dict = {"status": status}
     if job.get("resourceVersion"):
         patch["metadata"] = {"resourceVersion": job["resourceVersion"]}
     try:
-        client.request("PATCH", path + "/status", patch, content_type="application/merge-patch+json")
-        return True, False
+        written = client.request(
+            "PATCH", _job_path(job) + "/status", patch, content_type="application/merge-patch+json"
+        )
+        return True, False, ((written or {}).get("metadata") or {}).get("resourceVersion") or ""
     except ApiError as err:
         if err.status == 409:
-            return False, True
+            return False, True, ""
         if err.status == 404:
-            return False, False
+            return False, False, ""
         raise
 
 
@@ -187,19 +198,21 @@ def _record(client: Client, job: dict, plan: dict, done: set[str], refused: list
         _post_event(client, job, {"type": "Warning", "reason": reason, "message": message}, now, name)
 
 
-def _label_finished(client: Client, job: dict) -> None:
-    path = resource_path(job["apiVersion"], job["kind"], job["namespace"], job["name"])
+def _label(client: Client, job: dict, labels: dict, version: str = "") -> bool:
+    """Merge ``labels`` into the TrainJob's (under ``version`` if given); False if it changed
+    since (409) or is gone."""
+    patch: dict = {"metadata": {"labels": labels}}
+    if version:
+        patch["metadata"]["resourceVersion"] = version
     try:
         client.request(
-            "PATCH",
-            path,
-            {"metadata": {"labels": {FINISHED_LABEL: "true"}}},
-            content_type="application/merge-patch+json",
-            owner=False,
+            "PATCH", _job_path(job), patch, content_type="application/merge-patch+json", owner=False
         )
+        return True
     except ApiError as err:
-        if err.status != 404:
-            raise
+        if err.status == 404 or (version and err.status == 409):
+            return False
+        raise
 
 
 def apply(client: Client, plan: dict) -> dict:
@@ -208,12 +221,14 @@ def apply(client: Client, plan: dict) -> dict:
     job = plan["job"]
     created, refused = _objects(client, plan)
     deleted = [f"{r['kind']}/{r['name']}" for r in plan.get("delete") or [] if _delete(client, r)]
-    written, conflict = False, False
+    written, conflict, version = False, False, job.get("resourceVersion") or ""
     if isinstance(plan.get("status"), dict) and plan["status"]:
-        written, conflict = _write_status(client, job, plan["status"])
+        written, conflict, version = _write_status(client, job, plan["status"])
     _record(client, job, plan, set(created) | set(deleted), refused)
     if plan.get("final") and not (refused or conflict):
-        _label_finished(client, job)
+        _label(client, job, {FINISHED_LABEL: "true"})
+    if plan.get("idle") and version and not (created or deleted or refused or conflict):
+        _label(client, job, {IDLE_LABEL: plan["idle"]}, version)
     counts = plan.get("metrics") if isinstance(plan.get("metrics"), dict) else {}
     counted = {
         k: v for k, v in counts.items() if (f"JobSet/{job['name']}" in created if k == "created" else written)

@@ -24,8 +24,9 @@ from typing import Any
 from trainer_jobs import api, snapshot
 from trainer_jobs.podgroups import COSCHEDULING_API, VOLCANO_API
 from trainer_jobs.policies.mpi import HOSTFILE_SUFFIX
+from training_jobs.idle import JOBSET_SIGNATURE_ANNOTATION
 
-WAKE_ANNOTATION = "training.ato.dev/jobset-signature"
+WAKE_ANNOTATION = JOBSET_SIGNATURE_ANNOTATION
 # The signature of a TrainJob without a JobSet (none yet, or deleted).
 NO_JOBSET = "none"
 # The observe step's answer when the API server could not be read (training_jobs.plan.UNAVAILABLE).

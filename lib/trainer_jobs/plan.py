@@ -58,6 +58,7 @@ from typing import Any, TypedDict
 from trainer_jobs import api, snapshot
 from trainer_jobs import jobset as jobsetlib
 from trainer_jobs import status as statuslib
+from trainer_jobs.idle import idle_label
 from trainer_jobs.info import RenderError
 from trainer_jobs.render import Rendered, render
 from training_jobs.model import ObjectRef, PlanEvent
@@ -88,6 +89,7 @@ class Plan(TypedDict):
     final: bool
     state: str
     metrics: dict[str, int]
+    idle: str
     apply: bool
 
 
@@ -354,6 +356,8 @@ def _result(p: _Pass) -> Plan:
         and not (p.create or p.patch or p.delete)
         and FINISHED_LABEL not in (meta.get("labels") or {})
     )
+    pending = bool(p.create or p.patch or p.delete or p.requeue) or api.finished(p.conditions)
+    idle = idle_label(p.trainjob, p.jobset, p.config, pending or not api.managed_here(p.trainjob))
     return {
         "job": {
             "apiVersion": p.trainjob.get("apiVersion", api.API_VERSION),
@@ -374,7 +378,8 @@ def _result(p: _Pass) -> Plan:
         "final": final,
         "state": (p.conditions[-1].get("type", "") if p.conditions else ""),
         "metrics": _metrics(p),
-        "apply": bool(p.create or p.patch or p.delete or changed or p.events or final),
+        "idle": idle,
+        "apply": bool(p.create or p.patch or p.delete or changed or p.events or final or idle),
     }
 
 

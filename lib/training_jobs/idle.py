@@ -38,9 +38,13 @@ PARKED_BEHIND = "training.ato.dev/parked-behind-pods"
 # type that is not Kubeflow's (the Ansible runtime's Failure, conditions.kubeflow_only): that
 # job's next pass drops it, and a finished or idle job gets no pass otherwise.
 FOREIGN_CONDITIONS = "training.ato.dev/foreign-conditions"
+# The companion's wake annotation on a TrainJob (trainer_jobs.observe.WAKE_ANNOTATION): the
+# signature of its JobSet, where a v1 job's is of its pods (ANNOTATION).
+JOBSET_SIGNATURE_ANNOTATION = "training.ato.dev/jobset-signature"
 # The companion's annotations: writing them is no edit of the job.
 COMPANION_ANNOTATIONS = (
     ANNOTATION,
+    JOBSET_SIGNATURE_ANNOTATION,
     EDITED_WHILE_IDLE,
     PARKED_BEHIND,
     FOREIGN_CONDITIONS,

@@ -16,6 +16,12 @@ after a watch error, every ``resync`` seconds) the TrainJobs are listed too and 
 not finished and whose annotation is not its JobSet's signature is woken: a change the watch
 missed. After a watch error, TrainJobs without a JobSet are woken once as well (their pass may
 sit in the runtime's error backoff). Changes are written once per TrainJob per ``debounce``.
+
+TrainJobs labelled idle (``trainer_jobs.idle``) are out of the runtime's watch: a wake's write
+removes the label too, and a watch on the idle TrainJobs brings back each one edited since its
+label was written (Kueue's ``suspend`` and runtime patches are edits) and each one whose label
+digests another JobSet signature than this watcher knows (its pass read an older JobSet), as the
+pod watcher does for the v1 kinds (:mod:`training_wake.watcher`).
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ from typing import Any
 
 from trainer_jobs import api
 from trainer_jobs.observe import NO_JOBSET, WAKE_ANNOTATION, jobset_signature
+from training_jobs.idle import IDLE_LABEL, PARKED_BEHIND, parked_behind
 from training_jobs.plan import FINISHED_LABEL
 from training_kube.client import ApiError, resource_path
 
-from training_wake.watcher import DEFAULT_RESYNC, KubeClient, watch_events
+from training_wake.watcher import DEFAULT_RESYNC, KubeClient, bring_back_if_edited, watch_events
 
 log = logging.getLogger("training_wake.jobsets")
 TrainJobKey = tuple[str, str]  # (namespace, name)
@@ -122,6 +129,11 @@ class JobSetWatcher:
         self.indexes: dict[str, JobSetIndex] = {}
         self.lock = threading.Lock()
         self.dirty: dict[TrainJobKey, str] = {}
+        # The idle label of each TrainJob labelled idle since the last flush.
+        self.parked: dict[TrainJobKey, str] = {}
+        # The label and the signature of each TrainJob woken because its pass read another
+        # JobSet: each pair once, so a pass that keeps reading another JobSet is no loop.
+        self.unparked: dict[TrainJobKey, tuple[str, str]] = {}
         self.stop = threading.Event()
 
     def _list(self, api_version: str, kind: str, namespace: str) -> tuple[list[dict], str]:
@@ -145,6 +157,10 @@ class JobSetWatcher:
                 self.dirty.setdefault(job, sig)
         if stale:
             log.info("waking %d TrainJob(s) whose JobSet changed unwatched", len(stale))
+        # Labelled idle while nobody watched the labels (a companion restart): check them too.
+        for trainjob in trainjobs:
+            if IDLE_LABEL in ((trainjob.get("metadata") or {}).get("labels") or {}):
+                self._on_idle(trainjob)
 
     def watch(self, namespace: str) -> None:
         """List and watch the JobSets of one namespace until :attr:`stop` is set, listing again
@@ -189,10 +205,77 @@ class JobSetWatcher:
                     self.dirty[job] = index.signature_of(job)
         return rv
 
-    def _wake(self, job: TrainJobKey, sig: str) -> bool:
-        """Write the signature into the TrainJob's annotation; False if it must be tried again."""
+    def watch_idle(self, namespace: str) -> None:
+        """List and watch the TrainJobs labelled idle in one namespace ("" = all) until
+        :attr:`stop` is set (:meth:`_on_idle`): the runtime's watch leaves them out."""
+        path = resource_path(api.API_VERSION, api.TRAINJOB, namespace or None)
+        while not self.stop.is_set():
+            try:
+                listed = self.client.request("GET", path, owner=False, query={"labelSelector": IDLE_LABEL})
+                for trainjob in listed.get("items") or []:
+                    self._on_idle(trainjob)
+                rv = listed["metadata"]["resourceVersion"]
+                while not self.stop.is_set():
+                    for event in watch_events(self.client, self.stop, path, IDLE_LABEL, rv, 300):
+                        obj = event.get("object") or {}
+                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                        if event.get("type") in ("ADDED", "MODIFIED"):
+                            self._on_idle(obj)
+            except ApiError as err:
+                if err.status == 404:  # the TrainJob CRD is not installed (yet)
+                    self.stop.wait(NOT_INSTALLED_RETRY)
+                    continue
+                log.info("idle TrainJob watch restarts: %s", err)
+                self.stop.wait(1)
+            except (OSError, ValueError) as err:
+                log.info("idle TrainJob watch restarts: %s", err)
+                self.stop.wait(1)
+            except Exception:
+                log.exception("idle TrainJob watch failed; listing again")
+                self.stop.wait(1)
+
+    def _on_idle(self, trainjob: dict[str, Any]) -> None:
+        """A TrainJob labelled idle: brought back at once if edited since the label; else its
+        label is compared with the JobSet this watcher knows at the next flush."""
+        if bring_back_if_edited(self.client, api.API_VERSION, api.TRAINJOB, trainjob):
+            return
+        meta = trainjob.get("metadata") or {}
+        label = (meta.get("labels") or {}).get(IDLE_LABEL)
+        if label:
+            with self.lock:
+                self.parked[(meta.get("namespace", ""), meta.get("name", ""))] = label
+
+    def _parked_behind(self) -> dict[TrainJobKey, tuple[str, str]]:
+        """Under the lock: of the TrainJobs labelled idle since the last flush, those whose pass
+        read another JobSet than this watcher knows, with their label and the signature it knows;
+        each pair once. One whose JobSet it does not know is left to the next list."""
+        parked, self.parked = self.parked, {}
+        behind = {}
+        for job, label in parked.items():
+            index = next((i for i in self.indexes.values() if job in i.signatures), None)
+            if index is None:
+                continue
+            sig = index.signature_of(job)
+            if parked_behind(label, sig) and self.unparked.get(job) != (label, sig):
+                self.unparked[job] = (label, sig)
+                behind[job] = (label, sig)
+        return behind
+
+    def _wake(self, job: TrainJobKey, sig: str, parked: str | None = None) -> bool:
+        """Write the signature into the TrainJob's annotation and remove its idle label; with
+        ``parked`` (the label of a pass that read another JobSet), say so in an annotation of its
+        own, which makes the write a change even when the signature is already there. False if
+        it must be tried again."""
         namespace, name = job
-        body = {"metadata": {"annotations": {WAKE_ANNOTATION: sig}}}
+        annotations = {WAKE_ANNOTATION: sig}
+        if parked is not None:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            annotations[PARKED_BEHIND] = f"{parked} at {when}"
+            log.info(
+                "TrainJob %s/%s was left idle by a pass that read another JobSet: waking it", namespace, name
+            )
+        # The same write brings an idle TrainJob back to the runtime's watch.
+        body = {"metadata": {"annotations": annotations, "labels": {IDLE_LABEL: None}}}
         try:
             self.client.request(
                 "PATCH",
@@ -213,18 +296,26 @@ class JobSetWatcher:
         (unless a newer signature replaced it meanwhile)."""
         with self.lock:
             todo, self.dirty = self.dirty, {}
+            behind = self._parked_behind()
         writes = 0
-        for job, sig in todo.items():
-            if self._wake(job, sig):
+        for job in set(todo) | set(behind):
+            label, sig = behind.get(job, (None, todo.get(job, "")))
+            if self._wake(job, todo.get(job, sig), label):
                 writes += 1
-            else:
-                with self.lock:
-                    self.dirty.setdefault(job, sig)
+                continue
+            with self.lock:
+                if job in todo:
+                    self.dirty.setdefault(job, todo[job])
+                if label is not None:
+                    self.unparked.pop(job, None)
+                    self.parked.setdefault(job, label)
         return writes
 
     def run(self) -> None:
         for ns in self.namespaces:
             name = f"jobsets-{ns or 'all'}"
             threading.Thread(target=self.watch, args=(ns,), daemon=True, name=name).start()
+            idle = f"idle-trainjobs-{ns or 'all'}"
+            threading.Thread(target=self.watch_idle, args=(ns,), daemon=True, name=idle).start()
         while not self.stop.wait(self.debounce):
             self.flush()

@@ -127,6 +127,36 @@ def watch_events(
             yield event
 
 
+def bring_back_if_edited(client: KubeClient, api_version: str, kind: str, job: dict) -> bool:
+    """Bring a job labelled idle back to the runtime's watch if it was edited since the label was
+    written (:func:`~training_jobs.idle.edited_while_idle`); whether it was."""
+    if not edited_while_idle(job):
+        return False
+    meta = job.get("metadata") or {}
+    namespace, name = meta.get("namespace", ""), meta.get("name", "")
+    log.info("%s %s/%s was edited while idle: watched again", kind, namespace, name)
+    # The runtime's selector filters its events: the label's removal alone would pass none of
+    # them (it reconciles on a spec or an annotation change), so an annotation says why.
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        client.request(
+            "PATCH",
+            resource_path(api_version, kind, namespace, name),
+            {
+                "metadata": {
+                    "labels": {IDLE_LABEL: None},
+                    "annotations": {EDITED_WHILE_IDLE: f"{idle_job_part(job)} at {when}"},
+                }
+            },
+            content_type="application/merge-patch+json",
+            owner=False,
+        )
+    except ApiError as err:
+        if err.status != 404:
+            raise
+    return True
+
+
 class Watcher:
     def __init__(
         self,
@@ -338,40 +368,13 @@ class Watcher:
         (:func:`~training_jobs.idle.edited_while_idle`: its spec or annotations are no longer what
         they were when the label was written); otherwise its label's pods are compared with the
         pods this watcher knows at the next flush (:meth:`_parked_behind`)."""
-        if self._bring_back_if_edited(api_version, kind, job):
+        if bring_back_if_edited(self.client, api_version, kind, job):
             return
         meta = job.get("metadata") or {}
         label = (meta.get("labels") or {}).get(IDLE_LABEL)
         if label:
             with self.lock:
                 self.parked[(api_version, kind, meta.get("namespace", ""), meta.get("name", ""))] = label
-
-    def _bring_back_if_edited(self, api_version: str, kind: str, job: dict) -> bool:
-        if not edited_while_idle(job):
-            return False
-        meta = job.get("metadata") or {}
-        namespace, name = meta.get("namespace", ""), meta.get("name", "")
-        log.info("%s %s/%s was edited while idle: watched again", kind, namespace, name)
-        # The runtime's selector filters its events: the label's removal alone would pass none of
-        # them (it reconciles on a spec or an annotation change), so an annotation says why.
-        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        try:
-            self.client.request(
-                "PATCH",
-                resource_path(api_version, kind, namespace, name),
-                {
-                    "metadata": {
-                        "labels": {IDLE_LABEL: None},
-                        "annotations": {EDITED_WHILE_IDLE: f"{idle_job_part(job)} at {when}"},
-                    }
-                },
-                content_type="application/merge-patch+json",
-                owner=False,
-            )
-        except ApiError as err:
-            if err.status != 404:
-                raise
-        return True
 
     def signature_of(self, job: JobKey) -> str:
         for index in self.indexes.values():

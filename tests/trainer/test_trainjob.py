@@ -252,6 +252,34 @@ def test_a_running_trainjob_suspended_stops_its_pods_and_resumes():
     has_condition(name, "Complete", reason="AllJobsCompleted")
 
 
+IDLE = "training.ato.dev/idle"
+
+
+def labels(name: str) -> dict:
+    return trainjob(name)["metadata"].get("labels") or {}
+
+
+def test_a_steady_trainjob_is_left_idle_and_still_moves():
+    """A running TrainJob whose JobSet has nothing new is labelled idle, out of the runtime's
+    watch (an operator restart costs it no pass): an edit brings it back (a suspend, as Kueue's
+    preemption; the resume), and so does its JobSet's completion (the companion's wake)."""
+    name = "idle-job"
+    create_trainjob(name, "torch-distributed", {"numNodes": 2})
+    running(name, 2)
+    wait_for(lambda: IDLE in labels(name), what=f"{name} labelled idle while it runs")
+    suspend(name, True)
+    has_condition(name, "Suspended", reason="Suspended")
+    wait_for(lambda: pods(name) == [], what=f"{name}'s pods gone while suspended")
+    suspend(name, False)
+    has_condition(name, "Suspended", "False", "Resumed")
+    running(name, 2)
+    wait_for(lambda: IDLE in labels(name), what=f"{name} idle again")
+    finish(name)
+    has_condition(name, "Complete", reason="AllJobsCompleted")
+    wait_for(lambda: FINISHED in labels(name), what=f"{name} labelled finished")
+    assert IDLE not in labels(name)
+
+
 def test_a_finished_trainjob_whose_jobset_is_deleted_gets_no_new_one():
     name = "done-job"
     create_trainjob(name, "torch-distributed", {"numNodes": 1})

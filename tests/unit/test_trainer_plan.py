@@ -9,9 +9,11 @@ import json
 
 import pytest
 from trainer_jobs import snapshot
+from trainer_jobs.observe import jobset_signature
 from trainer_jobs.plan import covers, plan
 from trainer_jobs.render import render
 from trainer_runtimes import NOW, deepspeed_distributed, pod, torch_distributed, trainjob
+from training_jobs.idle import IDLE_LABEL, idle_value
 
 KUEUE_PATCH = {
     "manager": "kueue.x-k8s.io/manager",
@@ -91,6 +93,55 @@ def test_a_steady_trainjob_costs_nothing():
     }
     p = plan(tj, rt, existing(tj, rt, jobset_status=js_status), {}, NOW)
     assert p["apply"] is False and p["create"] == p["patch"] == [] and p["status"] is None
+
+
+RUNNING_NODES = {
+    "replicatedJobsStatus": [
+        {"name": "node", "ready": 2, "succeeded": 0, "failed": 0, "active": 2, "suspended": 0}
+    ]
+}
+WAKE = {"wake": "True"}  # as the role templates it
+
+
+def steady(labels=None, **spec):
+    tj, rt = trainjob(trainer={"numNodes": 2}), torch_distributed()
+    tj["metadata"].update(generation=3, labels=labels or {})
+    tj["spec"].update(spec)
+    tj["status"] = {"jobsStatus": copy.deepcopy(RUNNING_NODES["replicatedJobsStatus"])}
+    return tj, rt, existing(tj, rt, jobset_status=RUNNING_NODES)
+
+
+def test_a_steady_trainjob_is_left_idle_with_the_jobset_it_planned_with():
+    tj, rt, observed = steady()
+    p = plan(tj, rt, observed, WAKE, NOW)
+    assert p["idle"] == idle_value(tj, jobset_signature(observed["jobsets"][0]))
+    assert p["idle"].startswith("3-") and p["apply"] and p["create"] == p["patch"] == []
+    assert p["status"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda tj, obs, cfg: cfg.update(wake="False"), "nothing would wake it"),
+        (lambda tj, obs, cfg: obs["jobsets"][0].pop("status"), "its JobSet's first report wakes it"),
+        (lambda tj, obs, cfg: obs.update(jobsets=[]), "its JobSet is created"),
+        (lambda tj, obs, cfg: tj["metadata"]["labels"].update({IDLE_LABEL: "x"}), "labelled already"),
+        (lambda tj, obs, cfg: tj["spec"].update(activeDeadlineSeconds=10**6), "a look at its deadline"),
+        (lambda tj, obs, cfg: tj["spec"].update(suspend=True), "its JobSet is applied again"),
+        (lambda tj, obs, cfg: tj["spec"].update(managedBy="kueue.x-k8s.io/multikueue"), "not ours"),
+        (
+            lambda tj, obs, cfg: obs["jobsets"][0]["status"].update(
+                conditions=[cond("Completed", "True", "AllJobsCompleted")]
+            ),
+            "finished",
+        ),
+    ],
+)
+def test_a_trainjob_with_something_pending_is_not_left_idle(change, why):
+    tj, rt, observed = steady()
+    config = dict(WAKE)
+    change(tj, observed, config)
+    assert plan(tj, rt, observed, config, NOW)["idle"] == "", why
 
 
 def test_the_snapshot_not_the_runtime_is_built_from():

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from trainer_jobs.observe import NO_JOBSET, WAKE_ANNOTATION, jobset_signature
+from training_jobs.idle import IDLE_LABEL, PARKED_BEHIND, idle_value
 from training_kube.client import ApiError
 from training_wake.jobsets import JobSetIndex, JobSetWatcher, stale_trainjobs, trainjob_of
 
@@ -131,7 +132,13 @@ def test_the_watcher_writes_the_signature_into_the_trainjobs_annotation():
     assert run_once(JobSetWatcher(client)) == 1, "changes between two flushes cost one write"
     ((path, body, content_type),) = client.patches
     assert path == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/job"
-    assert body == {"metadata": {"annotations": {WAKE_ANNOTATION: jobset_signature(jobset(DONE))}}}
+    # The same write brings a TrainJob labelled idle back to the runtime's watch.
+    assert body == {
+        "metadata": {
+            "annotations": {WAKE_ANNOTATION: jobset_signature(jobset(DONE))},
+            "labels": {IDLE_LABEL: None},
+        }
+    }
     assert content_type == "application/merge-patch+json"
 
 
@@ -169,3 +176,61 @@ def test_a_watch_error_event_restarts_from_a_list():
     with pytest.raises(ApiError) as raised:
         watcher._follow("", "/apis/jobset.x-k8s.io/v1alpha2/jobsets", "1", 5)
     assert raised.value.status == 410
+
+
+def idle_trainjob(planned_with, generation=3, labelled_at=None):
+    """A TrainJob labelled idle by a pass that read a JobSet of signature ``planned_with``, at
+    ``generation`` (or as ``labelled_at`` was, for one edited since)."""
+    tj = trainjob(annotation=planned_with)
+    tj["metadata"]["generation"] = generation
+    tj["metadata"]["labels"][IDLE_LABEL] = idle_value(labelled_at or tj, planned_with)
+    return tj
+
+
+def listed(watcher, jobsets, trainjobs):
+    watcher.client.jobsets, watcher.client.trainjobs = jobsets, trainjobs
+    watcher._catch_up("", jobsets, after_error=False)
+
+
+def test_an_idle_trainjob_whose_pass_read_the_jobset_the_watcher_knows_costs_nothing():
+    watcher = JobSetWatcher(FakeClient([], []))
+    listed(watcher, [jobset(RUNNING)], [idle_trainjob(jobset_signature(jobset(RUNNING)))])
+    watcher._on_idle(idle_trainjob(jobset_signature(jobset(RUNNING))))
+    assert watcher.flush() == 0 and watcher.client.patches == []
+
+
+def test_an_idle_trainjob_whose_pass_read_an_older_jobset_is_woken_once():
+    older, now = jobset_signature(jobset(RUNNING)), jobset_signature(jobset(DONE))
+    watcher = JobSetWatcher(FakeClient([], []))
+    listed(watcher, [jobset(DONE)], [])
+    watcher._on_idle(idle_trainjob(older))
+    assert watcher.flush() == 1
+    ((path, body, _),) = watcher.client.patches
+    assert path.endswith("/trainjobs/job")
+    assert body["metadata"]["labels"] == {IDLE_LABEL: None}
+    assert body["metadata"]["annotations"][WAKE_ANNOTATION] == now
+    assert body["metadata"]["annotations"][PARKED_BEHIND].startswith(idle_value(idle_trainjob(older), older))
+    # The pass that reads the same old JobSet again is not woken in a loop.
+    watcher._on_idle(idle_trainjob(older))
+    assert watcher.flush() == 0
+
+
+def test_an_idle_trainjob_edited_since_its_label_is_brought_back_at_once():
+    sig = jobset_signature(jobset(RUNNING))
+    watcher = JobSetWatcher(FakeClient([], []))
+    listed(watcher, [jobset(RUNNING)], [])
+    watcher._on_idle(idle_trainjob(sig, generation=4, labelled_at=idle_trainjob(sig)))  # e.g. Kueue's suspend
+    ((path, body, _),) = watcher.client.patches
+    assert path.endswith("/trainjobs/job") and body["metadata"]["labels"] == {IDLE_LABEL: None}
+    assert body["metadata"]["annotations"], "an annotation change: the runtime reconciles on it"
+
+
+def test_a_list_checks_the_trainjobs_labelled_idle_while_nobody_watched():
+    older = jobset_signature(jobset(RUNNING))
+    watcher = JobSetWatcher(FakeClient([], []))
+    # Its annotation is the JobSet's signature (no stale wake), its label the older one's.
+    tj = idle_trainjob(older)
+    tj["metadata"]["annotations"][WAKE_ANNOTATION] = jobset_signature(jobset(DONE))
+    listed(watcher, [jobset(DONE)], [tj])
+    assert watcher.flush() == 1
+    assert PARKED_BEHIND in watcher.client.patches[0][1]["metadata"]["annotations"]

@@ -136,6 +136,74 @@ def test_a_status_conflict_labels_nothing_and_plans_again(no_metrics_server):
     assert done["requeue_after"] == "1s" and no_metrics_server == [{}]
 
 
+def idle_plan(**changes):
+    return {
+        "apply": True,
+        "job": {**trainjob_apply_job(), "resourceVersion": "10"},
+        "create": [],
+        "patch": [],
+        "delete": [],
+        "status": None,
+        "events": [],
+        "idle": "3-abcd-ef01",
+        **changes,
+    }
+
+
+def trainjob_apply_job():
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "namespace": "ns",
+        "name": "job",
+    }
+
+
+def test_a_steady_trainjob_is_labelled_idle_under_the_version_it_was_read_at():
+    client = RecordingClient()
+    trainjob_apply.apply(client, idle_plan())
+    (label,) = client.sent("PATCH", f"{NS}/trainjobs/job")
+    assert label["body"] == {
+        "metadata": {"labels": {"training.ato.dev/idle": "3-abcd-ef01"}, "resourceVersion": "10"}
+    }
+
+
+def test_the_idle_label_follows_the_status_write_under_its_version():
+    status_path = f"{NS}/trainjobs/job/status"
+    client = RecordingClient({("PATCH", status_path): {"metadata": {"resourceVersion": "11"}}})
+    trainjob_apply.apply(client, idle_plan(status={"jobsStatus": []}))
+    status, label = client.sent("PATCH", f"{NS}/trainjobs/job")
+    assert status["path"] == status_path and label["body"]["metadata"]["resourceVersion"] == "11"
+
+
+@pytest.mark.parametrize(
+    ("answers", "changes"),
+    [
+        ({("PATCH", f"{NS}/trainjobs/job/status"): 409}, {"status": {"jobsStatus": []}}),
+        (
+            {("PATCH", "/api/v1/namespaces/ns/configmaps/c"): 201},
+            {
+                "create": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+                ]
+            },
+        ),
+    ],
+    ids=["the status write conflicted", "an object was created"],
+)
+def test_a_pass_that_changed_something_labels_nothing(answers, changes):
+    client = RecordingClient(answers)
+    trainjob_apply.apply(client, idle_plan(**changes))
+    labels = [c for c in client.sent("PATCH", f"{NS}/trainjobs/job") if not c["path"].endswith("/status")]
+    assert labels == []
+
+
+def test_a_trainjob_changed_since_its_read_is_not_labelled_idle():
+    client = RecordingClient({("PATCH", f"{NS}/trainjobs/job"): 409})
+    done = trainjob_apply.apply(client, idle_plan())
+    assert done["requeue_after"] == "" and not done["status_written"]
+
+
 def test_a_refused_object_is_reported_once_per_cause_and_retried():
     p = plan(trainjob(trainer={}), torch_distributed(), {}, {}, NOW)
     client = RecordingClient({("PATCH", JOBSET): 422})

@@ -495,15 +495,14 @@ def test_a_job_without_the_idle_label_is_not_brought_back():
 
 
 def test_the_idle_watch_removes_the_label_of_an_edited_job_only():
-    from training_wake.watcher import Watcher
+    from training_wake.watcher import bring_back_if_edited
 
     edited = idle_job(4, labelled_at=idle_job(3))
     edited["metadata"]["name"] = "edited"
     untouched = idle_job(3)
     client = RecordingClient([])
-    watcher = Watcher(client)
     for job in (edited, untouched):
-        watcher._bring_back_if_edited("kubeflow.org/v1", "TFJob", job)
+        bring_back_if_edited(client, "kubeflow.org/v1", "TFJob", job)
     ((path, body),) = client.patches
     assert path == "/apis/kubeflow.org/v1/namespaces/team/tfjobs/edited"
     assert body["metadata"]["labels"] == {IDLE_LABEL: None}
