@@ -172,6 +172,7 @@ class _Pass:
         self.ssh_keys: list[str] = []
         self.events: list[PlanEvent] = []
         self.requeue: list[float] = []
+        self.built_from: dict[str, Any] | None = None  # the runtime this pass built from
 
     def find(self, api_version: str, kind: str, name: Any) -> dict[str, Any] | None:
         return self.observed.get((api_version, kind, str(name)))
@@ -308,6 +309,7 @@ def _active(p: _Pass) -> None:
     runtime = _runtime(p)
     if runtime is None:
         return
+    p.built_from = runtime
     try:
         rendered = render(p.trainjob, runtime)
     except (RenderError, ValueError) as err:
@@ -340,6 +342,20 @@ def _metrics(p: _Pass) -> dict[str, int]:
     return counts
 
 
+def _framework(p: _Pass) -> str:
+    """The runtime's ``trainer.kubeflow.org/framework`` label, the job counters' ``framework``:
+    of the runtime the pass built from, else its snapshot's (a finished TrainJob's pass builds
+    nothing), else the live one's; "" for none."""
+    runtime = p.built_from
+    if runtime is None and p.snapshot_cm is not None:
+        try:
+            runtime = snapshot.runtime_of(p.trainjob, p.snapshot_cm, p.parsed_snapshot)
+        except snapshot.SnapshotError:
+            runtime = None
+    runtime = runtime or p.runtime or {}
+    return str((api.meta(runtime).get("labels") or {}).get(api.FRAMEWORK_LABEL) or "")
+
+
 def _status_patch(p: _Pass) -> dict[str, Any]:
     """The new status as a merge patch: a key it no longer has (``jobsStatus`` of a JobSet
     without replicated job status) is written as null, which removes it."""
@@ -367,6 +383,7 @@ def _result(p: _Pass) -> Plan:
             "uid": meta.get("uid", ""),
             "resourceVersion": meta.get("resourceVersion", ""),
             "generation": meta.get("generation", ""),
+            "framework": _framework(p),
         },
         "create": p.create,
         "patch": p.patch,

@@ -78,6 +78,7 @@ def test_a_new_trainjob_gets_its_snapshot_and_jobset():
     assert json.loads(p["create"][0]["data"]["runtime"])["spec"] == rt["spec"]
     assert [e["reason"] for e in p["events"]] == ["SuccessfulCreateConfigMap", "SuccessfulCreateJobSet"]
     assert p["status"] is None and p["state"] == "" and p["metrics"] == {"created": 1}
+    assert p["job"]["framework"] == "torch"
     assert p["patch"] == [] and p["delete"] == [] and not p["final"] and p["apply"]
 
 
@@ -251,6 +252,8 @@ def test_a_completed_jobset_completes_the_trainjob():
         cond("Complete", "True", "AllJobsCompleted", "jobset completed successfully")
     ]
     assert p["state"] == "Complete" and p["final"] is True and p["metrics"] == {"successful": 1}
+    # Counted under the framework of the runtime (its snapshot's label), as a v1 kind's job is.
+    assert p["job"]["framework"] == "torch"
     assert ("Normal", "AllJobsCompleted") in [(e["type"], e["reason"]) for e in p["events"]]
 
 
