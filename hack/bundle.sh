@@ -7,6 +7,8 @@
 # VERSION (default $OPERATOR_VERSION from versions.env) is the CSV version, IMG (default
 # ansible-training-operator:$VERSION) the operator image, CHANNELS / DEFAULT_CHANNEL the
 # channels (default candidate: the validator's naming convention wants candidate, fast or stable).
+# BUNDLE_DIR (default bundle) is where it goes; REPLACES names the CSV this one upgrades
+# (spec.replaces), as a later release's bundle does (hack/olm-test.sh builds one to upgrade to).
 # Everything comes from config/manifests (CSV base, CRDs, operator, samples as alm-examples,
 # scorecard); only the image is set, in a throw-away overlay under .local/.
 set -euo pipefail
@@ -17,6 +19,8 @@ VERSION=${VERSION:-$OPERATOR_VERSION}
 IMG=${IMG:-ansible-training-operator:$VERSION}
 CHANNELS=${CHANNELS:-candidate}
 DEFAULT_CHANNEL=${DEFAULT_CHANNEL:-candidate}
+REPLACES=${REPLACES:-}
+out=${BUNDLE_DIR:-bundle}
 package=ansible-training-operator
 base=config/manifests/bases/$package.clusterserviceversion.yaml
 cd "$root"
@@ -47,33 +51,35 @@ EOF
 (cd "$work/overlay" && kustomize edit set image "ansible-training-operator=$IMG")
 
 log "bundle $package v$VERSION ($IMG), channels $CHANNELS"
-rm -rf bundle
+rm -rf "$out"
 # generate bundle reads stdin only from a pipe, and writes bundle.Dockerfile into the current
-# directory: it is kept in bundle/.
+# directory: it is kept in the bundle's directory.
 kustomize build "$work/overlay" | operator-sdk generate bundle -q --overwrite --version "$VERSION" \
-  --package "$package" --channels "$CHANNELS" --default-channel "$DEFAULT_CHANNEL" --output-dir bundle
-mv bundle.Dockerfile bundle/bundle.Dockerfile
+  --package "$package" --channels "$CHANNELS" --default-channel "$DEFAULT_CHANNEL" --output-dir "$out"
+mv bundle.Dockerfile "$out/bundle.Dockerfile"
 # The PaddleJob version kubeflow.org/v1-runtime exists for the operator's watch alone
 # (docs/architecture.md "Two PaddleJobs"): generate bundle lists every served version as an owned
 # API, which asks for an example of it, and an example would invite users to create it. The CSV
 # owns the CRD through kubeflow.org/v1; the CRD itself, with both versions, stays in the bundle.
-csv=$(ls bundle/manifests/*.clusterserviceversion.yaml)
-"$root/.venv/bin/python" - "$csv" <<'PY'
+csv=$(ls "$out"/manifests/*.clusterserviceversion.yaml)
+"$root/.venv/bin/python" - "$csv" "$REPLACES" <<'PY'
 import sys
 
 import yaml
 
-path = sys.argv[1]
+path, replaces = sys.argv[1:3]
 with open(path) as f:
     csv = yaml.safe_load(f)
 crds = csv["spec"]["customresourcedefinitions"]
 crds["owned"] = [o for o in crds["owned"] if (o["name"], o["version"]) != ("paddlejobs.kubeflow.org", "v1-runtime")]
+if replaces:
+    csv["spec"]["replaces"] = replaces
 with open(path, "w") as f:
     yaml.safe_dump(csv, f, sort_keys=False, width=120)
 PY
 
 # The validator exits 0 on warnings; this project wants none, so read its JSON report.
-report=$(operator-sdk bundle validate ./bundle --select-optional suite=operatorframework \
+report=$(operator-sdk bundle validate "$out" --select-optional suite=operatorframework \
   --optional-values="k8s-version=${KUBERNETES_VERSION#v}" -o json-alpha1) || {
   echo "$report"; exit 1
 }

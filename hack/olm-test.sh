@@ -11,7 +11,13 @@
 #     registry pod; an OperatorGroup and a Subscription follow;
 #  5. the CSV must reach Succeeded: OLM resolved the bundle from the catalog, installed our CRDs
 #     from the embedded objects (no unpack Job, no bundle image), created the RBAC and the
-#     Deployment, whose pod becomes Ready on a KWOK node without pulling the operator image.
+#     Deployment, whose pod becomes Ready on a KWOK node without pulling the operator image;
+#  6. the upgrade: the catalog's channel also holds a later bundle (the next patch version, built
+#     from the same checkout, `replaces` the first), the Subscription starts at the first CSV with
+#     manual approval (how a production cluster holds an upgrade until it chooses to); jobs of
+#     several kinds are created, the upgrade's InstallPlan approved, and the later CSV must take
+#     over: Succeeded, the first one gone, our CRDs updated in place (same uid, no version lost),
+#     the jobs the same objects (OLM_UPGRADE=false skips it).
 #
 # olm, catalog and opm bind fixed wildcard ports (olm/catalog :8080, pkg/lib/server/server.go;
 # opm ":"+port, cmd/opm/serve/serve.go), which no flag moves to 127.0.0.1. Each runs in a network
@@ -33,6 +39,10 @@ export VERSION
 package=ansible-training-operator
 channel=candidate
 csv=$package.v$VERSION
+# The later release the upgrade goes to: the next patch version.
+next_version=${VERSION%.*}.$((${VERSION##*.} + 1))
+next_csv=$package.v$next_version
+upgrade=${OLM_UPGRADE:-true}
 mark=ato.dev/olm-test   # label on what this test creates, so a leftover run is recognised
 # Only catches a hang: on a busy machine OLM takes minutes (about 1 on a quiet one).
 timeout=${OLM_TEST_TIMEOUT:-600}
@@ -155,6 +165,11 @@ opm init "$package" --default-channel="$channel" --icon=config/manifests/icon.sv
 opm render ./bundle --output=yaml >>"$index"
 printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n  - name: %s\n' \
   "$package" "$channel" "$csv" >>"$index"
+if [ "$upgrade" = true ]; then
+  VERSION=$next_version REPLACES=$csv BUNDLE_DIR="$work/bundle-next" "$root/hack/bundle.sh"
+  printf -- '  - name: %s\n    replaces: %s\n' "$next_csv" "$csv" >>"$index"
+  opm render "$work/bundle-next" --output=yaml >>"$index"
+fi
 opm validate "$work/catalog"
 grep -q '^image: ""$' "$index" || { log "the rendered bundle names an image: OLM would unpack it"; exit 1; }
 log "catalog rendered and valid ($(elapsed))"
@@ -229,7 +244,8 @@ spec:
   channel: $channel
   source: ato-local
   sourceNamespace: olm
-  installPlanApproval: Automatic
+  startingCSV: $csv
+  installPlanApproval: $([ "$upgrade" = true ] && echo Manual || echo Automatic)
 EOF
 
 alive() {
@@ -259,10 +275,21 @@ report() {
   kubectl -n operators get csv "$csv" -o jsonpath='{.status.phase} {.status.reason}: {.status.message}{"\n"}' || true
   tail -n 15 "$work"/olm.log "$work"/catalog.log "$work"/opm.log || true
 }
+# plan_for CSV: the name of the InstallPlan that installs CSV.
+plan_for() {
+  kubectl -n operators get installplan -o go-template="{{range .items}}{{\$plan := .metadata.name}}{{range .spec.clusterServiceVersionNames}}{{if eq . \"$1\"}}{{\$plan}}{{end}}{{end}}{{end}}" 2>/dev/null
+}
+has_plan_for() { [ -n "$(plan_for "$1")" ]; }
+approve() { # approve CSV: the InstallPlan that installs CSV, once OLM has made it
+  wait_for "InstallPlan for $1" has_plan_for "$1" || return 1
+  [ "$upgrade" = true ] || return 0
+  kubectl -n operators patch installplan "$(plan_for "$1")" --type=merge -p '{"spec":{"approved":true}}' >/dev/null
+}
 wait_for "CatalogSource READY (gRPC to opm serve at 127.0.0.1:50051)" catalog_ready || { report; exit 1; }
+approve "$csv" || { report; exit 1; }
 wait_for "CSV $csv Succeeded" csv_succeeded || { report; exit 1; }
 plan_complete() {
-  [ "$(kubectl -n operators get installplan -o jsonpath='{.items[*].status.phase}')" = Complete ]
+  [ "$(kubectl -n operators get installplan "$(plan_for "$csv")" -o jsonpath='{.status.phase}')" = Complete ]
 }
 wait_for "InstallPlan Complete" plan_complete || { report; exit 1; }
 
@@ -284,7 +311,7 @@ image=$(kubectl -n operators get deployment "$deploy" -o jsonpath='{.spec.templa
 jobs=$(kubectl get jobs -A -o name | grep -c -i unpack || true)
 [ "$jobs" = 0 ] || fail "OLM created bundle unpack Jobs; the embedded bundle should need none"
 kubectl -n operators get installplan,csv -o yaml >"$work/installed.yaml"
-plan=$(kubectl -n operators get installplan -o jsonpath='{.items[0].metadata.name}')
+plan=$(plan_for "$csv")
 lookups=$(kubectl -n operators get installplan "$plan" -o jsonpath='{.status.bundleLookups}')
 [ -z "$lookups" ] || fail "InstallPlan $plan looked the bundle up in an image: $lookups"
 phase=$(kubectl -n operators get installplan "$plan" -o jsonpath='{.status.phase}')
@@ -292,3 +319,31 @@ steps=$(kubectl -n operators get installplan "$plan" -o jsonpath='{range .status
 log "InstallPlan $plan $phase, from the catalog's embedded objects, no image: $steps"
 log "deployment $deploy Available (image $image, watching: $targets)"
 log "OLM install test passed in $(elapsed)"
+[ "$upgrade" = true ] || exit 0
+
+# --- the upgrade, with jobs in flight ------------------------------------------------------------
+# uids: our CRDs (uid and stored versions) and the jobs (uid), a line each.
+uids() {
+  kubectl get crd "${our_crds[@]}" \
+    -o go-template='{{range .items}}crd/{{.metadata.name}}={{.metadata.uid}} {{.status.storedVersions}}{{"\n"}}{{end}}'
+  kubectl -n operators get tfjobs,pytorchjobs,xgboostjobs,trainjobs \
+    -o go-template='{{range .items}}{{.kind}}/{{.metadata.name}}={{.metadata.uid}}{{"\n"}}{{end}}'
+}
+kubectl -n operators apply -f config/samples/tfjob_dist.yaml -f config/samples/pytorchjob_simple.yaml \
+  -f config/samples/xgboostjob_iris.yaml -f config/samples/trainer/trainjob_torch.yaml >/dev/null
+before=$(uids | sort)
+approve "$next_csv" || fail "no InstallPlan for the upgrade to $next_csv"
+log "upgrade to $next_csv approved, $(echo "$before" | grep -vc '^crd/') jobs in flight"
+next_succeeded() { [ "$(kubectl -n operators get csv "$next_csv" -o jsonpath='{.status.phase}')" = Succeeded ]; }
+first_gone() { ! kubectl -n operators get csv "$csv" >/dev/null 2>&1; }
+wait_for "CSV $next_csv Succeeded" next_succeeded || fail "the upgrade did not succeed"
+wait_for "CSV $csv replaced and removed" first_gone || fail "$csv is still there"
+installed=$(kubectl -n operators get subscription "$package" -o jsonpath='{.status.installedCSV}')
+[ "$installed" = "$next_csv" ] || fail "the Subscription's installed CSV is $installed"
+kubectl -n operators wait --for=condition=Available "deployment/$deploy" --timeout=60s >/dev/null ||
+  fail "deployment $deploy is not Available after the upgrade"
+owner=$(kubectl -n operators get deployment "$deploy" -o jsonpath='{.metadata.labels.olm\.owner}')
+[ "$owner" = "$next_csv" ] || fail "deployment $deploy belongs to $owner, not $next_csv"
+after=$(uids | sort)
+[ "$before" = "$after" ] || fail "CRDs or jobs replaced by the upgrade: $(diff <(echo "$before") <(echo "$after"))"
+log "upgraded to $next_csv: CRDs updated in place, $(echo "$after" | grep -vc '^crd/') jobs kept ($(elapsed))"
