@@ -66,7 +66,7 @@ cluster-down: ## Delete the local cluster
 	hack/cluster.sh down
 
 .PHONY: install
-install: tools ## Install the CRDs, the admission policy and the built-in Trainer runtimes into the current cluster
+install: tools ## Install the CRDs, the admission policy, the built-in Trainer runtimes and the SDK's version ConfigMap into the current cluster
 	root=$(ROOT); source hack/lib.sh; use_cluster; install_apis
 
 .PHONY: uninstall

@@ -19,7 +19,8 @@ use_cluster() {
 }
 
 # install_apis: the CRDs, then the admission policy that validates what CRD rules cannot see, then
-# Kubeflow Trainer's built-in ClusterTrainingRuntimes (which need their CRD established).
+# Kubeflow Trainer's built-in ClusterTrainingRuntimes (which need their CRD established) and the
+# ConfigMap kubeflow-system/kubeflow-trainer-public the Kubeflow SDK reads Trainer's version from.
 install_apis() {
   kubectl apply --server-side --force-conflicts -k "$root/config/crd" >&2
   kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
@@ -27,6 +28,7 @@ install_apis() {
     kubectl apply --server-side --force-conflicts -k "$root/config/admission" >&2
   fi
   install_runtimes
+  kubectl apply --server-side --force-conflicts -k "$root/config/trainer-public" >&2
 }
 
 # install_runtimes: Trainer v2's built-in runtimes (config/runtimes); the CRDs must be established.

@@ -65,7 +65,7 @@ build_images() {
 build_jax_image() {
   local reqs="$root/hack/real-node/jax-requirements.txt" images key archive rootfs
   images=${ATO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ansible-training-operator}/images
-  key=$({ cat "$reqs" "$root/hack/real-node/python-rootfs.sh"; sha256sum /usr/bin/python3.11; } | sha256sum | cut -c1-12)
+  key=$({ cat "$reqs" "$root/hack/real-node/python-rootfs.sh"; sha256sum /usr/bin/python3.11 /bin/bash; } | sha256sum | cut -c1-12)
   archive="$images/jax-$key.tar"
   if [ ! -f "$archive" ]; then
     log "building the JAX image (once: $archive)"

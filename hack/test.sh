@@ -13,8 +13,9 @@
 #   hack/test.sh zygote-off  a representative part of the cluster tests with the operator run as
 #                        ANSIBLE_ZYGOTE=false (every other stage runs it with the zygote, the default)
 #   hack/test.sh real-node  the real node's stage alone (e2e runs it last): hack/real-node.sh up,
-#                        the operator, pytest -m real_node tests/cluster tests/node (the cluster
-#                        tests' real variants and the node's own tests), hack/real-node.sh down
+#                        JobSet (hack/jobset.sh up), the operator, pytest -m real_node tests/cluster
+#                        tests/node (the cluster tests' real variants and the node's own tests, a
+#                        TrainJob through the SDK among them), JobSet down, hack/real-node.sh down
 #                        (which fails if the machine changed). OPERATOR_NETNS=true runs the
 #                        operator of any stage in a network namespace of its own.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
@@ -295,20 +296,25 @@ zygote_off() {
 }
 
 # The real node (hack/real-node.sh, docs/real-node.md): real containers under a real kubelet
-# beside the KWOK nodes, with the operator as in the other stages. The stage starts the node and
-# stops it after; `down` fails the stage if the machine is not as the node found it.
+# beside the KWOK nodes, with the operator as in the other stages, and JobSet (hack/jobset.sh) for
+# the TrainJob that trains there through the Kubeflow SDK (tests/node/test_sdk_real_node.py). The
+# stage starts the node and JobSet and stops them after; `down` fails the stage if the machine is
+# not as the node found it.
 real_node_started=false
 real_node_tests() {
   log "real node tests (hack/real-node.sh; node logs: .local/real-node/)"
-  await_prebuilt real-node
+  await_prebuilt real-node jobset
   real_node_started=true
   hack/real-node.sh up >/dev/null
+  jobset_started=true
+  hack/jobset.sh up
   start_operator "$artifacts/operator-real-node.log"
   local failed=0
   # The cluster tests that take `node` run their real variants here (the cluster stage leaves them
   # out: tests/cluster/conftest.py); tests/node is the node's own.
   pytest -q -m real_node tests/cluster tests/node -p no:cacheprovider || failed=1
   stop_operator
+  stop_jobset
   real_node_started=false
   hack/real-node.sh down || failed=1
   [ "$failed" = 0 ] || {

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # A Python root file system for the real node's images: the machine's Debian python3.11 (from
-# Debian's python3.11-minimal and libpython3.11-stdlib) with its standard library and exactly the
-# shared libraries it and its extension modules load (ldd). Nothing is downloaded.
+# Debian's python3.11-minimal and libpython3.11-stdlib) with its standard library, the machine's
+# bash (the Kubeflow SDK's CustomTrainer runs its function through `bash -c`) and exactly the
+# shared libraries they and the extension modules load (ldd). Nothing is downloaded.
 #
 #   python-rootfs.sh DIR             make DIR
 #   python-rootfs.sh --libs DIR      add to DIR the libraries every shared object in it needs (after
 #                                    packages were installed into it, e.g. JAX's wheels)
 set -euo pipefail
-python=/usr/bin/python3.11 stdlib=/usr/lib/python3.11
+python=/usr/bin/python3.11 stdlib=/usr/lib/python3.11 bash=/bin/bash
 
 # copy_libraries DIR: every library the interpreter and DIR's shared objects load, at the path
 # the loader uses.
 copy_libraries() {
   local dir=$1 lib real dest
-  { echo "$python"; find "$dir" -name '*.so' -o -name '*.so.*' -type f; } | { xargs ldd 2>/dev/null || true; } |
+  { echo "$python"; echo "$bash"; find "$dir" -name '*.so' -o -name '*.so.*' -type f; } | { xargs ldd 2>/dev/null || true; } |
     awk '/=> \// {print $3} /^\t\/lib64\// {print $1}' | sort -u | while read -r lib; do
     real=$(readlink -f "$lib")
     dest="$dir/usr${lib#/usr}"
@@ -32,6 +33,7 @@ chmod 1777 "$dir/tmp"
 cp "$python" "$dir/usr/bin/python3.11"
 ln -s python3.11 "$dir/usr/bin/python3"
 ln -s python3.11 "$dir/usr/bin/python"
+cp "$bash" "$dir/usr/bin/bash"
 # Merged /usr, as Debian's: the loader and libraries are found under /lib and /lib64 too.
 ln -s usr/lib "$dir/lib"
 ln -s usr/lib64 "$dir/lib64"

@@ -2,7 +2,7 @@
 its users drive upstream's Trainer v2.3.0: it lists and reads the runtimes, trains a Python
 function (``CustomTrainer``) and a container (``CustomTrainerContainer``), follows each TrainJob
 with ``get_job``/``wait_for_job_status`` from Created through Running to Complete, lists and deletes
-them. The JobSet is JobSet v0.12.0's (hack/jobset.sh), the pods KWOK's: they carry no KWOK fate,
+them; and it finds Trainer's version where upstream's install puts it (``kubeflow-trainer-public``). The JobSet is JobSet v0.12.0's (hack/jobset.sh), the pods KWOK's: they carry no KWOK fate,
 so each test ends them itself. ``get_job_logs`` is left out: KWOK's pods have no logs.
 
 What the SDK reports is derived from the TrainJob (its conditions, ``spec.trainer.numNodes``), its
@@ -13,12 +13,14 @@ so each report is compared whole with what upstream's objects give it.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import subprocess
 from dataclasses import replace
 
 import pytest
 import yaml
-from kube import HANG_S, ROOT, finish_pod, get, kubectl, namespace_fixture, wait_for
+from kube import HANG_S, KUBECTL, ROOT, finish_pod, get, kubectl, namespace_fixture, wait_for
 from kubeflow.trainer import (
     CustomTrainer,
     CustomTrainerContainer,
@@ -115,6 +117,55 @@ RUNTIMES = {
         kind=RuntimeKind.TRAINING_RUNTIME,
     ),
 }  # fmt: skip
+
+
+# Where the SDK reads Trainer's version (kubeflow/trainer/backends/kubernetes/backend.py,
+# verify_backend): its only use of it is a warning when it cannot read it.
+SDK_BACKEND_LOGGER = "kubeflow.trainer.backends.kubernetes.backend"
+PUBLIC = "kubeflow-trainer-public"
+NO_VERSION = "Trainer control-plane version info is not available"
+
+
+def sdk_warnings(caplog, kubeconfig: str) -> list[str]:
+    """The SDK's backend warnings while a client is made with ``kubeconfig``."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=SDK_BACKEND_LOGGER):
+        TrainerClient(KubernetesBackendConfig(namespace=NS, config_file=kubeconfig))
+    return [r.getMessage() for r in caplog.records if r.name == SDK_BACKEND_LOGGER]
+
+
+@pytest.fixture(scope="module")
+def plain_user_kubeconfig(namespace, tmp_path_factory) -> str:
+    """A kubeconfig of a ServiceAccount with no role at all: any authenticated user."""
+    kubectl("create", "serviceaccount", "-n", NS, "plain-user", check=False)
+    token = kubectl("create", "token", "-n", NS, "plain-user", "--duration=1h").stdout.strip()
+    config = yaml.safe_load(kubectl("config", "view", "--minify", "--raw").stdout)
+    config["users"] = [{"name": "plain-user", "user": {"token": token}}]
+    config["contexts"][0]["context"]["user"] = "plain-user"
+    path = tmp_path_factory.mktemp("plain-user") / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_the_sdk_reads_trainers_version_as_from_upstreams_install(caplog, plain_user_kubeconfig):
+    """The ConfigMap make deploy, the bundle and make install/run install: Trainer v2.3.0's name,
+    namespace and key, readable by every authenticated user, so no client warns (as with upstream's
+    install); the SDK reports the version nowhere else. KUBEFLOW_SYSTEM_NAMESPACE elsewhere warns."""
+    data = get("configmap", "-n", "kubeflow-system", PUBLIC)["data"]
+    assert data == {"kubeflow_trainer_version": "v2.3.0"}
+    assert sdk_warnings(caplog, os.environ["KUBECONFIG"]) == []
+    assert sdk_warnings(caplog, plain_user_kubeconfig) == []
+    as_user = [KUBECTL, "--kubeconfig", plain_user_kubeconfig, "get", "configmap", "-n", "kubeflow-system"]
+    assert subprocess.run([*as_user, PUBLIC], capture_output=True).returncode == 0
+    listed = subprocess.run(as_user, capture_output=True, text=True)
+    assert "forbidden" in listed.stderr, "the Role grants that one ConfigMap, not the namespace's list"
+
+
+def test_the_sdk_warns_without_trainers_version(caplog, monkeypatch):
+    """What the ConfigMap saves a user from: the SDK's warning, where it cannot find it."""
+    monkeypatch.setenv("KUBEFLOW_SYSTEM_NAMESPACE", NS)
+    (warning,) = sdk_warnings(caplog, os.environ["KUBECONFIG"])
+    assert NO_VERSION in warning and f"'{PUBLIC}' in namespace '{NS}'" in warning
 
 
 def test_the_sdk_lists_and_reads_the_runtimes(client, local_runtime):
