@@ -299,6 +299,8 @@ for crd in "${our_crds[@]}"; do
   kubectl get crd "$crd" >/dev/null || fail "OLM did not install CRD $crd"
   [ -n "$(kubectl get crd "$crd" -o jsonpath='{.metadata.labels.olm\.managed}')" ] || fail "OLM did not take CRD $crd in"
 done
+# The Kubeflow SDK's version ConfigMap (config/trainer-public), in the operator's namespace.
+kubectl -n operators get configmap kubeflow-trainer-public >/dev/null || fail "OLM did not install kubeflow-trainer-public"
 if [ "$crds_before" = 0 ]; then how="created by OLM"; else how="existed before; OLM adopted them"; fi
 log "our ${#our_crds[@]} CRDs are there: $how"
 deploy=$package-controller-manager
