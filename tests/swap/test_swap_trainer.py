@@ -26,6 +26,7 @@ from functools import partial
 import pytest
 import trainjobs
 from kube import FINISHED, ROOT, delete_namespace, get, kubectl, wait_for
+from training_kube.events import REPORTING_COMPONENT
 
 pytestmark = pytest.mark.swap_trainer
 
@@ -37,6 +38,10 @@ ENV = {**os.environ, "SWAP_RUN": "local", "SWAP_STATE": str(STATE)}
 HUGE_CPU = {"requests": {"cpu": "1000"}}
 JOBSET_SIGNATURE = "training.ato.dev/jobset-signature"
 TRAINER_LOG = ROOT / ".local" / "trainer" / os.environ.get("ATO_CLUSTER", "ato") / "trainer.log"
+WEBHOOKS = (
+    "validatingwebhookconfiguration/validator.trainer.kubeflow.org",
+    "mutatingwebhookconfiguration/defaulter.trainer.kubeflow.org",
+)
 # The last of roles/trainjob's tasks, as the runtime logs its start: the pass was planned and applied.
 LAST_TASK = "trainjob : Look at the TrainJob again"
 # What each controls beside its pods (plural.group as kubectl takes it).
@@ -210,6 +215,19 @@ def upstream_listed(offset: int) -> bool:
     return listed >= set(TRAINJOBS)
 
 
+def our_events(name: str) -> set[str]:
+    """The reasons of the events this operator posted about the TrainJob."""
+    events = get("events", "-n", NS, "--field-selector", f"involvedObject.name={name}")["items"]
+    return {e["reason"] for e in events if e.get("reportingComponent") == REPORTING_COMPONENT}
+
+
+def upstream_stopped() -> bool:
+    """Upstream's controller manager is not running, and no webhook configuration of it is left."""
+    running = subprocess.run([str(ROOT / "hack" / "trainer.sh"), "running"], env=ENV, capture_output=True)
+    left = kubectl("get", *WEBHOOKS, "--ignore-not-found", "-o", "name").stdout.strip()
+    return running.returncode != 0 and not left
+
+
 def generations() -> dict[str, int]:
     """Each JobSet's generation: a swap applies none of them again (only a resume does)."""
     return {j["metadata"]["name"]: j["metadata"]["generation"] for j in get(OWNED[0], "-n", NS)["items"]}
@@ -258,6 +276,7 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     assert {"Secret/mpi-mpi-ssh-auth", "ConfigMap/mpi-mpi-hostfile", "JobSet/pending"} <= set(uids)
 
     swap("to-ato")
+    assert upstream_stopped(), "upstream's controller and its webhooks gone"
     wait_for(lambda: taken_over(["finished"]), interval=1, what="this operator's pass over every TrainJob")
     wait_for(lambda: operator_passed(list(TRAINJOBS)), interval=1, what="a pass of each TrainJob in the log")
     assert owned() == uids, "no JobSet, pod, ConfigMap or Secret made again by the swap"
@@ -265,6 +284,7 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     assert secrets() == keys, "MPI's SSH keys as upstream made them"
     assert statuses() == before, "conditions and jobsStatus as upstream left them"
     resumed_and_completed("suspended", uids)
+    assert {"Resumed", "AllJobsCompleted"} <= our_events("suspended"), "this operator resumed it"
     finish("running")
     completes("running")
     assert status("running")[1] == [{"name": "node", **jobs_status(succeeded=1)}]
@@ -286,6 +306,8 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     finish("mpi", "launcher")
     completes("mpi")
     kept(uids, owned(), {"suspended-back", "long", "mpi"})
+    for name in ("suspended-back", "long", "mpi"):
+        assert not our_events(name) & {"Resumed", "AllJobsCompleted"}, f"{name}: upstream alone drove it"
     untouched = ("running", "suspended", "finished", "pending")
     assert {n: g for n, g in generations().items() if n in untouched} == {n: specs[n] for n in untouched}
     assert secrets() == keys, "MPI's SSH keys as upstream made them"
