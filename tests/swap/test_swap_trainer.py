@@ -3,8 +3,8 @@ and back (issue 36, item 4): the procedure of docs/swap-trainer.md, run by the s
 documents (``hack/swap-trainer.sh to-ato|to-upstream``), so the page and this test cannot drift.
 
 At the first swap there are TrainJobs running (pods without an exit code: they run until the test
-ends them; one of them MPI, with its SSH Secret and hostfile), pending (a node no node can hold),
-suspended and finished, all started by upstream's controller. Across each swap no JobSet, pod,
+ends them; one of them MPI, with its SSH Secret and hostfile), pending (a node no node can hold;
+a coscheduling gang whose scheduler never admits it), suspended and finished, all started by upstream's controller. Across each swap no JobSet, pod,
 ConfigMap or Secret is made again (same uids), and a TrainJob's status stays as the other
 controller left it (every condition with its reason, message and transition time; ``jobsStatus``)
 until something happens to it. Then the new controller must drive them: a suspended TrainJob
@@ -45,7 +45,11 @@ WEBHOOKS = (
 # The last of roles/trainjob's tasks, as the runtime logs its start: the pass was planned and applied.
 LAST_TASK = "trainjob : Look at the TrainJob again"
 # What each controls beside its pods (plural.group as kubectl takes it).
-OWNED = ("jobsets.jobset.x-k8s.io", "configmaps", "secrets")
+OWNED = ("jobsets.jobset.x-k8s.io", "podgroups.scheduling.x-k8s.io", "configmaps", "secrets")
+# torch-distributed as a coscheduling gang whose scheduler does not run: its PodGroup is never
+# admitted, its pods stay Pending.
+GANG_RUNTIME = "ato-swap-gang"
+GANG_SCHEDULER = "scheduler-plugins-scheduler"
 
 create = partial(trainjobs.create, NS)
 trainjob = partial(trainjobs.trainjob, NS)
@@ -59,16 +63,37 @@ def swap(command: str) -> None:
     assert done.returncode == 0, f"{SCRIPT} {command}:\n{done.stdout}\n{done.stderr}"
 
 
+def script(*args: str) -> None:
+    done = subprocess.run(
+        [str(ROOT / "hack" / args[0]), *args[1:]], env=ENV, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, f"hack/{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+
+
+def gang_runtime() -> dict:
+    runtime = get("clustertrainingruntimes.trainer.kubeflow.org", "torch-distributed")
+    spec = runtime["spec"]
+    spec["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 120}}
+    for job in spec["template"]["spec"]["replicatedJobs"]:
+        job["template"]["spec"]["template"]["spec"]["schedulerName"] = GANG_SCHEDULER
+    metadata = {"name": GANG_RUNTIME, "labels": runtime["metadata"].get("labels") or {}}
+    return {"apiVersion": trainjobs.API, "kind": "ClusterTrainingRuntime", "metadata": metadata, "spec": spec}
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """Upstream's Trainer on its own CRDs and runtimes, as a platform team has it before the swap;
     after the module, both controllers stopped, our APIs back, the namespace going."""
     STATE.mkdir(parents=True, exist_ok=True)
     kubectl("create", "namespace", NS, check=False)
+    # Trainer watches PodGroups only if their CRD is there when it starts.
+    script("gang-schedulers.sh", "plugins", "crds")
     swap("local-up")
+    kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(gang_runtime()))
     yield
     swap("local-down")
     delete_namespace(NS)
+    kubectl("delete", "clustertrainingruntimes.trainer.kubeflow.org", GANG_RUNTIME, "--ignore-not-found")
     # Upstream's release overlay has runtimes ours has not; the next step of the e2e run (or a
     # developer's make run) finds the cluster with our APIs, as it was before the module.
     for name in kubectl("get", "clustertrainingruntimes.trainer.kubeflow.org", "-o", "name").stdout.split():
@@ -80,12 +105,13 @@ def cluster():
 
 # name -> (runtime, spec.trainer, other spec fields). "running" ends under this operator,
 # "long" and "mpi" under upstream after the roll-back; "suspended" is resumed by this operator,
-# "suspended-back" by upstream after the roll-back; "pending" never runs.
+# "suspended-back" by upstream after the roll-back; "pending" and "gang" never run.
 TRAINJOBS = {
     "running": ("jax-distributed", {"numNodes": 2}, {}),
     "long": ("torch-distributed", {"numNodes": 1}, {}),
     "mpi": ("deepspeed-distributed", {"numNodes": 2}, {}),
     "pending": ("xgboost-distributed", {"numNodes": 1, "resourcesPerNode": HUGE_CPU}, {}),
+    "gang": (GANG_RUNTIME, {"numNodes": 2}, {}),
     "suspended": ("jax-distributed", {"numNodes": 1}, {"suspend": True}),
     "suspended-back": ("xgboost-distributed", {"numNodes": 1}, {"suspend": True}),
     "finished": ("xgboost-distributed", {"numNodes": 1}, {}),
@@ -146,6 +172,7 @@ SETTLED_JOBS = {
     "long": [{"name": "node", **RUNNING}],
     "mpi": [{"name": "node", **RUNNING}, {"name": "launcher", **RUNNING}],
     "pending": [{"name": "node", **jobs_status(active=1)}],
+    "gang": [{"name": "node", **jobs_status(active=1)}],
     "suspended": [{"name": "node", **jobs_status(suspended=1)}],
     "suspended-back": [{"name": "node", **jobs_status(suspended=1)}],
     "finished": [{"name": "node", **jobs_status(succeeded=1)}],
@@ -163,7 +190,7 @@ def settled() -> bool:
     for name, jobs in SETTLED_JOBS.items():
         if status(name)[1] != jobs or types(name) != SETTLED_CONDITIONS.get(name, []):
             return False
-    return pods_in("pending", "Pending", 1) and pods_in("mpi", "Running", 2)
+    return pods_in("pending", "Pending", 1) and pods_in("gang", "Pending", 2) and pods_in("mpi", "Running", 2)
 
 
 def start_trainjobs() -> None:
@@ -188,16 +215,26 @@ def taken_over(finished: list[str]) -> bool:
     return True
 
 
+def log_entries(text: str) -> list[dict]:
+    """The JSON lines of a controller's log; a line still being written when read is left out."""
+    entries = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return entries
+
+
 def operator_passed(names: list[str]) -> bool:
     """This operator's log shows a whole pass of each TrainJob: its last task started."""
     logs = sorted(STATE.glob("operator-[0-9]*.log"), key=lambda p: p.stat().st_mtime)
-    passed = set()
-    for line in (logs[-1].read_text() if logs else "").splitlines():
-        if not line.startswith("{"):
-            continue
-        entry = json.loads(line)
-        if entry.get("namespace") == NS and entry.get("EventData.Name") == LAST_TASK:
-            passed.add(entry.get("name"))
+    passed = {
+        entry.get("name")
+        for entry in log_entries(logs[-1].read_text() if logs else "")
+        if entry.get("namespace") == NS and entry.get("EventData.Name") == LAST_TASK
+    }
     return passed >= set(names)
 
 
@@ -206,12 +243,13 @@ def upstream_listed(offset: int) -> bool:
     predicate logs each one's create event at info level; its passes log only at level 2)."""
     with TRAINER_LOG.open() as log:
         log.seek(offset)
-        listed = {
-            (entry.get("trainJob") or {}).get("name")
-            for entry in map(json.loads, filter(lambda line: line.startswith("{"), log))
-            if entry.get("msg") == "TrainJob create event"
-            and (entry.get("trainJob") or {}).get("namespace") == NS
-        }
+        text = log.read()
+    listed = {
+        (entry.get("trainJob") or {}).get("name")
+        for entry in log_entries(text)
+        if entry.get("msg") == "TrainJob create event"
+        and (entry.get("trainJob") or {}).get("namespace") == NS
+    }
     return listed >= set(TRAINJOBS)
 
 
@@ -273,7 +311,12 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     start_trainjobs()
     wait_for(settled, interval=1, what="every TrainJob in its state under upstream's Trainer")
     before, uids, keys, specs = statuses(), owned(), secrets(), generations()
-    assert {"Secret/mpi-mpi-ssh-auth", "ConfigMap/mpi-mpi-hostfile", "JobSet/pending"} <= set(uids)
+    assert {
+        "Secret/mpi-mpi-ssh-auth",
+        "ConfigMap/mpi-mpi-hostfile",
+        "PodGroup/gang",
+        "JobSet/pending",
+    } <= set(uids)
 
     swap("to-ato")
     assert upstream_stopped(), "upstream's controller and its webhooks gone"
@@ -289,7 +332,7 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     completes("running")
     assert status("running")[1] == [{"name": "node", **jobs_status(succeeded=1)}]
     ours = statuses()
-    for name in ("long", "mpi", "pending", "suspended-back", "finished"):
+    for name in ("long", "mpi", "pending", "gang", "suspended-back", "finished"):
         assert ours[name] == before[name], f"{name}: its status as upstream left it"
     for name in TRAINJOBS:
         unique_types(name)
@@ -308,7 +351,7 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     kept(uids, owned(), {"suspended-back", "long", "mpi"})
     for name in ("suspended-back", "long", "mpi"):
         assert not our_events(name) & {"Resumed", "AllJobsCompleted"}, f"{name}: upstream alone drove it"
-    untouched = ("running", "suspended", "finished", "pending")
+    untouched = ("running", "suspended", "finished", "pending", "gang")
     assert {n: g for n, g in generations().items() if n in untouched} == {n: specs[n] for n in untouched}
     assert secrets() == keys, "MPI's SSH keys as upstream made them"
     after = statuses()
