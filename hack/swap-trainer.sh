@@ -32,10 +32,10 @@
 # and replica count), SWAP_RUN (deployment).
 #
 # SWAP_RUN=local runs both controllers as processes on this machine instead of Deployments:
-# upstream's through hack/trainer.sh (its webhooks served on 127.0.0.1, their configurations made
-# and removed by that script: steps 2 and 4 find none to save or restore), this operator through
-# hack/operator-netns.sh (in a network namespace of its own). Only steps 1 and 5 differ. Two
-# more commands serve it:
+# upstream's through hack/trainer.sh (its webhooks served on 127.0.0.1 by URL; `stop` leaves their
+# configurations registered, as a Deployment scaled to zero does, for steps 2 and 4), this operator
+# through hack/operator-netns.sh (in a network namespace of its own). Only steps 1 and 5 differ.
+# Two more commands serve it:
 #   hack/swap-trainer.sh local-up     upstream's CRDs applied, Trainer started, its runtimes applied
 #   hack/swap-trainer.sh local-down   stop whichever of the two runs here
 set -euo pipefail
@@ -84,7 +84,7 @@ operator_log() {
 
 stop_trainer() {
   log "1. stopping Kubeflow Trainer's controller manager"
-  if [ "$run" = local ]; then "$root/hack/trainer.sh" down; return; fi
+  if [ "$run" = local ]; then "$root/hack/trainer.sh" stop; return; fi
   scale_to_zero "$trainer_ns" "$trainer_deploy" >"$state/trainer.replicas"
 }
 
