@@ -266,6 +266,17 @@ def upstream_stopped() -> bool:
     return running.returncode != 0 and not left
 
 
+def versions() -> dict[str, str]:
+    """kind/name -> resourceVersion of each PodGroup, ConfigMap and Secret a TrainJob controls: an
+    apply that changed one (the hostfile, the snapshot) would show here, nothing else writes them."""
+    found = {}
+    for kind in OWNED[1:]:
+        for item in get(kind, "-n", NS)["items"]:
+            if any(o["kind"] == "TrainJob" for o in item["metadata"].get("ownerReferences") or []):
+                found[f"{item['kind']}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
+    return found
+
+
 def generations() -> dict[str, int]:
     """Each JobSet's generation: a swap applies none of them again (only a resume does)."""
     return {j["metadata"]["name"]: j["metadata"]["generation"] for j in get(OWNED[0], "-n", NS)["items"]}
@@ -310,7 +321,7 @@ def unique_types(name: str) -> None:
 def test_swap_to_this_operator_and_back(cluster) -> None:
     start_trainjobs()
     wait_for(settled, interval=1, what="every TrainJob in its state under upstream's Trainer")
-    before, uids, keys, specs = statuses(), owned(), secrets(), generations()
+    before, uids, keys, specs, written = statuses(), owned(), secrets(), generations(), versions()
     assert {
         "Secret/mpi-mpi-ssh-auth",
         "ConfigMap/mpi-mpi-hostfile",
@@ -324,6 +335,7 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     wait_for(lambda: operator_passed(list(TRAINJOBS)), interval=1, what="a pass of each TrainJob in the log")
     assert owned() == uids, "no JobSet, pod, ConfigMap or Secret made again by the swap"
     assert generations() == specs, "no JobSet applied again by the swap"
+    assert versions() == written, "no PodGroup, ConfigMap or Secret changed by the swap"
     assert secrets() == keys, "MPI's SSH keys as upstream made them"
     assert statuses() == before, "conditions and jobsStatus as upstream left them"
     resumed_and_completed("suspended", uids)
@@ -349,6 +361,7 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
     finish("mpi", "launcher")
     completes("mpi")
     kept(uids, owned(), {"suspended-back", "long", "mpi"})
+    assert versions() == written, "no PodGroup, ConfigMap or Secret changed by either controller"
     for name in ("suspended-back", "long", "mpi"):
         assert not our_events(name) & {"Resumed", "AllJobsCompleted"}, f"{name}: upstream alone drove it"
     untouched = ("running", "suspended", "finished", "pending", "gang")
