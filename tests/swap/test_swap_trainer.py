@@ -3,9 +3,10 @@ and back (issue 36, item 4): the procedure of docs/swap-trainer.md, run by the s
 documents (``hack/swap-trainer.sh to-ato|to-upstream``), so the page and this test cannot drift.
 
 At the first swap there are TrainJobs running (pods without an exit code: they run until the test
-ends them; one of them MPI, with its SSH Secret and hostfile), pending (a node no node can hold;
-a coscheduling gang whose scheduler never admits it), suspended and finished, all started by upstream's controller. Across each swap no JobSet, pod,
-ConfigMap or Secret is made again (same uids), and a TrainJob's status stays as the other
+ends them; one of them MPI, with its SSH Secret and hostfile), pending (a node asking for more CPU
+than any node has; a coscheduling gang whose scheduler never admits it), suspended and finished,
+all started by upstream's controller. Across each swap no JobSet, PodGroup, pod, ConfigMap or
+Secret is made again (same uids) or rewritten, and a TrainJob's status stays as the other
 controller left it (every condition with its reason, message and transition time; ``jobsStatus``)
 until something happens to it. Then the new controller must drive them: a suspended TrainJob
 resumes when unsuspended, a running one completes when its pods end, on the same JobSet.
