@@ -104,12 +104,14 @@ def cluster():
         kubectl("apply", "--server-side", "--force-conflicts", "-k", str(ROOT / "config" / kustomization))
 
 
-# name -> (runtime, spec.trainer, other spec fields). "running" ends under this operator,
-# "long" and "mpi" under upstream after the roll-back; "suspended" is resumed by this operator,
+# name -> (runtime, spec.trainer, other spec fields). "running" ends under this operator, "mpi"
+# under upstream after the roll-back, "gap" and "long" while neither controller runs (before
+# to-ato and before to-upstream: the next one finds them ended); "suspended" is resumed by this operator,
 # "suspended-back" by upstream after the roll-back; "pending" and "gang" never run.
 TRAINJOBS = {
     "running": ("jax-distributed", {"numNodes": 2}, {}),
     "long": ("torch-distributed", {"numNodes": 1}, {}),
+    "gap": ("xgboost-distributed", {"numNodes": 1}, {}),
     "mpi": ("deepspeed-distributed", {"numNodes": 2}, {}),
     "pending": ("xgboost-distributed", {"numNodes": 1, "resourcesPerNode": HUGE_CPU}, {}),
     "gang": (GANG_RUNTIME, {"numNodes": 2}, {}),
@@ -171,6 +173,7 @@ RUNNING = jobs_status(ready=1, active=1)
 SETTLED_JOBS = {
     "running": [{"name": "node", **RUNNING}],
     "long": [{"name": "node", **RUNNING}],
+    "gap": [{"name": "node", **RUNNING}],
     "mpi": [{"name": "node", **RUNNING}, {"name": "launcher", **RUNNING}],
     "pending": [{"name": "node", **jobs_status(active=1)}],
     "gang": [{"name": "node", **jobs_status(active=1)}],
@@ -283,6 +286,20 @@ def generations() -> dict[str, int]:
     return {j["metadata"]["name"]: j["metadata"]["generation"] for j in get(OWNED[0], "-n", NS)["items"]}
 
 
+def end_while_stopped(name: str, *stop: str) -> None:
+    """Stop the controller running (the swap's step 1, earlier), then end the TrainJob's pods; its
+    JobSet completes while no controller of TrainJobs runs."""
+    script(*stop)
+    finish(name)
+    wait_for(
+        lambda: any(
+            c["type"] == "Completed" and c["status"] == "True"
+            for c in (trainjobs.jobset(NS, name) or {}).get("status", {}).get("conditions") or []
+        ),
+        what=f"JobSet {name} Completed",
+    )
+
+
 def resume(name: str) -> None:
     patch = json.dumps({"spec": {"suspend": False}})
     kubectl("patch", "trainjobs.trainer.kubeflow.org", "-n", NS, name, "--type=merge", "-p", patch)
@@ -330,15 +347,24 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
         "JobSet/pending",
     } <= set(uids)
 
+    end_while_stopped("gap", "trainer.sh", "stop")
     swap("to-ato")
     assert upstream_stopped(), "upstream's controller and its webhooks gone"
-    wait_for(lambda: taken_over(["finished"]), interval=1, what="this operator's pass over every TrainJob")
+    wait_for(
+        lambda: taken_over(["finished", "gap"]), interval=1, what="this operator's pass over every TrainJob"
+    )
     wait_for(lambda: operator_passed(list(TRAINJOBS)), interval=1, what="a pass of each TrainJob in the log")
     assert owned() == uids, "no JobSet, pod, ConfigMap or Secret made again by the swap"
     assert generations() == specs, "no JobSet applied again by the swap"
     assert versions() == written, "no PodGroup, ConfigMap or Secret changed by the swap"
     assert secrets() == keys, "MPI's SSH keys as upstream made them"
-    assert statuses() == before, "conditions and jobsStatus as upstream left them"
+    assert {**statuses(), "gap": None} == {**before, "gap": None}, (
+        "conditions and jobsStatus as upstream left them"
+    )
+    # Ended while no controller ran: this operator's first pass completes it.
+    assert types("gap") == [("Complete", "True", "AllJobsCompleted")]
+    assert status("gap")[1] == [{"name": "node", **jobs_status(succeeded=1)}]
+    assert "AllJobsCompleted" in our_events("gap")
     resumed_and_completed("suspended", uids)
     assert {"Resumed", "AllJobsCompleted"} <= our_events("suspended"), "this operator resumed it"
     finish("running")
@@ -351,21 +377,21 @@ def test_swap_to_this_operator_and_back(cluster) -> None:
         unique_types(name)
     uids, specs = owned(), generations()
 
+    end_while_stopped("long", "operator-netns.sh", "down")
     seen = TRAINER_LOG.stat().st_size if TRAINER_LOG.exists() else 0
     swap("to-upstream")
     wait_for(lambda: upstream_listed(seen), interval=1, what="upstream's controller listing every TrainJob")
     # Each TrainJob's first pass is queued before the resume's: once upstream has resumed it and
     # ended the others, it has passed over every TrainJob.
     resumed_and_completed("suspended-back", uids)
-    finish("long")
-    completes("long")
+    completes("long")  # its JobSet completed while neither controller ran
     finish("mpi", "launcher")
     completes("mpi")
     kept(uids, owned(), {"suspended-back", "long", "mpi"})
     assert versions() == written, "no PodGroup, ConfigMap or Secret changed by either controller"
     for name in ("suspended-back", "long", "mpi"):
         assert not our_events(name) & {"Resumed", "AllJobsCompleted"}, f"{name}: upstream alone drove it"
-    untouched = ("running", "suspended", "finished", "pending", "gang")
+    untouched = ("running", "gap", "suspended", "finished", "pending", "gang")
     assert {n: g for n, g in generations().items() if n in untouched} == {n: specs[n] for n in untouched}
     assert secrets() == keys, "MPI's SSH keys as upstream made them"
     after = statuses()
