@@ -396,7 +396,8 @@ stop_kueue() {
 # as Kueue's do. Its logs: .local/jobset/<cluster>/jobset.log and $artifacts/operator-trainer.log.
 # Then the side-by-side test (-m trainer_upstream): this operator stopped, upstream's Trainer
 # v2.3.0 started (after scheduler-plugins' PodGroup CRD, which it looks for at start-up); the
-# test stops it and starts this operator itself (hack/operator-netns.sh).
+# test stops it and starts this operator itself (hack/operator-netns.sh). Then the swap test
+# (-m swap_trainer, trainer_swap), which starts and stops both itself.
 jobset_started=false trainer_started=false
 trainer_tests() {
   log "TrainJob tests (JobSet $JOBSET_VERSION; operator log: $artifacts/operator-trainer.log)"
@@ -411,6 +412,7 @@ trainer_tests() {
   }
   stop_operator
   trainer_side_by_side
+  trainer_swap
   stop_jobset
 }
 
@@ -425,6 +427,22 @@ trainer_side_by_side() {
     pytest -q -m trainer_upstream tests/trainer -p no:cacheprovider || {
     log "side-by-side test failed; Trainer's and the operator's log tails:"
     tail -60 "$trainer_log"; tail -60 "$ours_log"
+    return 1
+  }
+  stop_trainer
+}
+
+# Upstream's Trainer swapped for this operator with TrainJobs in flight, and back, by the documented
+# procedure (hack/swap-trainer.sh, SWAP_RUN=local): the test starts and stops both controllers
+# itself, on the JobSet still running; their logs are $artifacts/swap-trainer/ and Trainer's log.
+trainer_swap() {
+  local trainer_log=".local/trainer/${ATO_CLUSTER:-ato}/trainer.log"
+  log "TrainJobs swapped between Trainer $TRAINER_VERSION's controller and this operator (logs: $artifacts/swap-trainer/, $trainer_log)"
+  trainer_started=true
+  OPERATOR_KUBECONFIG=${operator_kubeconfig:-} pytest -q -m swap_trainer tests/swap -p no:cacheprovider || {
+    log "Trainer swap test failed; Trainer's and the operator's log tails:"
+    tail -60 "$trainer_log"
+    for f in "$artifacts"/swap-trainer/operator-[0-9]*.log; do tail -40 "$f"; done
     return 1
   }
   stop_trainer

@@ -10,6 +10,8 @@
 #                             overlay manifests/overlays/runtimes); needs it running (webhooks)
 #   hack/trainer.sh down      stop it and remove its webhook configurations (CRDs, runtimes,
 #                             TrainJobs and JobSet stay; `hack/jobset.sh down` stops JobSet)
+#   hack/trainer.sh stop      stop it, its webhook configurations left registered (as a Deployment
+#                             scaled to zero leaves them: hack/swap-trainer.sh removes them itself)
 #   hack/trainer.sh running   exit 0 if it runs and is ready
 #
 # Upstream's CRDs (manifests/base/crds) are applied unless this project's CRD of the same name is
@@ -116,6 +118,7 @@ case ${1:-up} in
   up) up ;;
   runtimes) runtimes ;;
   down) down ;;
+  stop) stop_manager "$pidfile" ;;
   running) manager_running "$pidfile" "$readyz" ;;
-  *) echo "usage: $0 up|runtimes|down|running" >&2; exit 2 ;;
+  *) echo "usage: $0 up|runtimes|down|stop|running" >&2; exit 2 ;;
 esac
