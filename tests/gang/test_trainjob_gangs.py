@@ -139,12 +139,9 @@ def bound_by(gang: Gang, pod: dict) -> bool:
     )
 
 
-def scheduling_verdict(pod: dict) -> str | None:
-    """The scheduler's refusal on the pod (its PodScheduled condition False), if it gave one."""
-    for c in pod["status"].get("conditions") or []:
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return c.get("message") or c.get("reason") or "refused"
-    return None
+def scheduling_verdict(pod: dict) -> dict | None:
+    """The scheduler's latest word on the pod (its PodScheduled condition), once it has spoken."""
+    return next((c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"), None)
 
 
 def complete(gang: Gang, name: str) -> None:
@@ -213,12 +210,18 @@ def test_no_pod_binds_while_the_gang_does_not_fit_then_all_do(gang: Gang, runtim
             what=f"{gang.scheduler}'s verdict on each pod of the gang",
         )  # fmt: skip
         assert [p["spec"].get("nodeName") for p in refused] == [None, None], "no pod of the gang bound alone"
+        assert [scheduling_verdict(p)["status"] for p in refused] == ["False", "False"], refused
         if gang is VOLCANO:
-            # Volcano says so on the PodGroup: one of two could be placed, the gang could not.
-            conditions = (pod_group(gang, name).get("status") or {}).get("conditions") or []
-            assert any("1/2 tasks in gang unschedulable" in c.get("message", "") for c in conditions), (
-                conditions
+            # Volcano says so on the PodGroup (written after the pods, in the same session's end):
+            # one of two could be placed, the gang could not.
+            wait_for(
+                lambda: any(
+                    "1/2 tasks in gang unschedulable" in c.get("message", "")
+                    for c in (pod_group(gang, name).get("status") or {}).get("conditions") or []
+                ),
+                what="Volcano's verdict on the PodGroup",
             )
+            assert all(not p["spec"].get("nodeName") for p in trainjobs.pods(gang.namespace, name))
         kubectl("label", "node", second, f"{GATE_LABEL}=open", "--overwrite")
         pods = trainjobs.running(gang.namespace, name, 2)
         assert {p["spec"]["nodeName"] for p in pods} == set(GATE_NODES), "one pod on each gate node"
