@@ -35,6 +35,7 @@ class Gang:
     policy: dict
     pod_group: str
     mark: tuple[str, str]  # ("labels" | "annotations", key): the pod's tie to its PodGroup
+    too_few: str  # what the scheduler says on a pod whose gang has fewer pods than minMember (1 of 2)
 
     @property
     def runtime(self) -> str:
@@ -47,10 +48,12 @@ class Gang:
 
 
 VOLCANO = Gang("volcano", {"volcano": {}}, "podgroup.scheduling.volcano.sh",
-               ("annotations", "scheduling.k8s.io/group-name"))  # fmt: skip
+               ("annotations", "scheduling.k8s.io/group-name"),
+               "pod group is not ready, 1 Pending, 2 minAvailable")  # fmt: skip
 # A short timeout: a gang that cannot fit is rejected at Permit (and retried) within the test.
 COSCHEDULING = Gang("scheduler-plugins-scheduler", {"coscheduling": {"scheduleTimeoutSeconds": 5}},
-                    "podgroup.scheduling.x-k8s.io", ("labels", "scheduling.x-k8s.io/pod-group"))  # fmt: skip
+                    "podgroup.scheduling.x-k8s.io", ("labels", "scheduling.x-k8s.io/pod-group"),
+                    "current pods number: 1, minMember of group: 2")  # fmt: skip
 GANGS = [
     pytest.param(VOLCANO, id="volcano", marks=pytest.mark.gang),
     pytest.param(COSCHEDULING, id="coscheduling", marks=pytest.mark.gang_plugins),
@@ -99,11 +102,17 @@ def runtime(gang: Gang):
     delete_namespace(gang.namespace)
 
 
-def create(gang: Gang, name: str, nodes: int, cpu: str, node_selector: dict | None = None) -> None:
+def create(
+    gang: Gang, name: str, nodes: int, cpu: str, node_selector: dict | None = None, runtime: str = ""
+) -> None:
     """A TrainJob of ``nodes`` pods of ``cpu`` each, on the gang's runtime; ``node_selector``
     reaches the pods through a runtime patch of the TrainJob's own (as a user writes one)."""
     spec: dict = {
-        "runtimeRef": {"name": gang.runtime, "kind": "TrainingRuntime", "apiGroup": "trainer.kubeflow.org"},
+        "runtimeRef": {
+            "name": runtime or gang.runtime,
+            "kind": "TrainingRuntime",
+            "apiGroup": "trainer.kubeflow.org",
+        },
         "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": {"cpu": cpu, "memory": "1Gi"}}},
     }
     if node_selector:
@@ -231,3 +240,58 @@ def test_no_pod_binds_while_the_gang_does_not_fit_then_all_do(gang: Gang, runtim
         for node in GATE_NODES:
             kubectl("label", "node", node, f"{GATE_LABEL}-", check=False)
     delete(gang, name)
+
+
+def mpi_runtime(gang: Gang, name: str, launcher_waits: bool) -> str:
+    """The built-in deepspeed-distributed (MPI: a launcher and the nodes) with the gang's policy and
+    scheduler; without its launcher's ``dependsOn`` (node Ready) unless ``launcher_waits``."""
+    spec = get("clustertrainingruntimes.trainer.kubeflow.org", "deepspeed-distributed")["spec"]
+    spec["podGroupPolicy"] = gang.policy
+    for rjob in spec["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["schedulerName"] = gang.scheduler
+        if not launcher_waits:
+            rjob.pop("dependsOn", None)
+    metadata = {
+        "name": name,
+        "namespace": gang.namespace,
+        "labels": {"trainer.kubeflow.org/framework": "deepspeed"},
+    }
+    manifest = {"apiVersion": trainjobs.API, "kind": "TrainingRuntime", "metadata": metadata, "spec": spec}
+    kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(manifest))
+    return name
+
+
+@pytest.mark.parametrize("gang", GANGS, scope="module")
+def test_an_mpi_gang_counts_its_launcher_which_must_not_wait_for_the_nodes(gang: Gang, runtime: str):
+    """``minMember`` counts the launcher (upstream's rule). The built-in MPI runtimes start the
+    launcher once the nodes are Ready (``dependsOn``, trainer#3748): ganged, the nodes wait for a
+    launcher that is never made, so nothing ever starts - in upstream's Trainer v2.3.0 too. A gang
+    runtime without that ``dependsOn`` starts launcher and nodes together."""
+    waits = mpi_runtime(gang, f"mpi-{gang.runtime}-waits", launcher_waits=True)
+    create(gang, "mpi-waits", nodes=2, cpu="500m", runtime=waits)
+    assert wait_for(lambda: pod_group(gang, "mpi-waits"), what="its PodGroup")["spec"]["minMember"] == 2
+
+    def refused_for_want_of_the_launcher() -> list[dict]:
+        # Its first verdict may be another (a pod that came before its PodGroup); this one stays.
+        pods = trainjobs.pods(gang.namespace, "mpi-waits")
+        return [p for p in pods if gang.too_few in (scheduling_verdict(p) or {}).get("message", "")]
+
+    (node,) = wait_for(
+        refused_for_want_of_the_launcher, what=f"{gang.scheduler} refusing the gang of one pod"
+    )
+    assert not node["spec"].get("nodeName")
+    assert trainjobs.pods(gang.namespace, "mpi-waits", "launcher") == [], "JobSet waits for the nodes"
+    delete(gang, "mpi-waits")
+
+    together = mpi_runtime(gang, f"mpi-{gang.runtime}", launcher_waits=False)
+    create(gang, "mpi", nodes=2, cpu="500m", runtime=together)
+    pods = trainjobs.running(gang.namespace, "mpi", 2)
+    assert sorted(p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] for p in pods) == [
+        "launcher", "node",
+    ]  # fmt: skip
+    wait_for(
+        lambda: all(bound_by(gang, p) for p in pods), what=f"launcher and node bound by {gang.scheduler}"
+    )
+    trainjobs.finish(gang.namespace, "mpi")
+    complete(gang, "mpi")
+    delete(gang, "mpi")
