@@ -295,3 +295,72 @@ def test_an_mpi_gang_counts_its_launcher_which_must_not_wait_for_the_nodes(gang:
     trainjobs.finish(gang.namespace, "mpi")
     complete(gang, "mpi")
     delete(gang, "mpi")
+
+
+def queued_runtime(gang: Gang, queue: str, priority: str) -> str:
+    """The gang's runtime with a Volcano queue (the JobSet template's annotation, as upstream's
+    guide writes it) and a priorityClassName on its pods."""
+    spec = get("trainingruntimes.trainer.kubeflow.org", "-n", gang.namespace, gang.runtime)["spec"]
+    spec["template"]["metadata"] = {"annotations": {"scheduling.volcano.sh/queue-name": queue}}
+    for rjob in spec["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority
+    name = f"{gang.runtime}-queued"
+    metadata = {"name": name, "namespace": gang.namespace}
+    manifest = {"apiVersion": trainjobs.API, "kind": "TrainingRuntime", "metadata": metadata, "spec": spec}
+    kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(manifest))
+    return name
+
+
+def volcano_said(gang: Gang, pod_group_name: str, text: str) -> bool:
+    """Volcano has recorded ``text`` in an event on the PodGroup (a scheduling session saw it)."""
+    selector = f"involvedObject.kind=PodGroup,involvedObject.name={pod_group_name}"
+    events = get("events", "-n", gang.namespace, "--field-selector", selector)["items"]
+    return any(text in e.get("message", "") for e in events)
+
+
+@pytest.mark.parametrize(
+    "gang", [pytest.param(VOLCANO, id="volcano", marks=pytest.mark.gang)], scope="module"
+)
+def test_the_runtimes_volcano_queue_holds_a_second_gang_until_the_first_is_done(gang: Gang, runtime: str):
+    """The queue and the priority class reach the PodGroup, and Volcano applies them: a Queue of
+    2 CPUs runs one gang of 2 CPUs and holds the next, with no pod bound, until the first is done."""
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+             "metadata": {"name": "ato-trainjob-small"},
+             "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": "2"}}}  # fmt: skip
+    priority = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": "ato-trainjob-high"}, "value": 1000}  # fmt: skip
+    kubectl(
+        "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [queue, priority]})
+    )
+    try:
+        queued = queued_runtime(gang, "ato-trainjob-small", "ato-trainjob-high")
+        create(gang, "first", nodes=2, cpu="1", runtime=queued)
+        trainjobs.running(gang.namespace, "first", 2)
+        create(gang, "second", nodes=2, cpu="1", runtime=queued)
+        wait_for(
+            lambda: volcano_said(gang, "second", "queue resource quota insufficient"),
+            what="the queue holding it",
+        )
+        pg = pod_group(gang, "second")
+        assert (pg["spec"]["queue"], pg["spec"]["priorityClassName"]) == (
+            "ato-trainjob-small",
+            "ato-trainjob-high",
+        )
+        held = trainjobs.pods(gang.namespace, "second")
+        assert len(held) == 2 and all(not p["spec"].get("nodeName") for p in held), (
+            "no pod of a held gang bound"
+        )
+        trainjobs.finish(gang.namespace, "first")
+        complete(gang, "first")
+        trainjobs.running(gang.namespace, "second", 2)
+        trainjobs.finish(gang.namespace, "second")
+        complete(gang, "second")
+    finally:
+        for name in ("first", "second"):
+            kubectl("delete", "trainjob", "-n", gang.namespace, name, "--wait=false", check=False)
+        wait_for(
+            lambda: not trainjobs.pods(gang.namespace, "first") + trainjobs.pods(gang.namespace, "second"),
+            what="the TrainJobs' pods gone",
+        )
+        kubectl("delete", "queue.scheduling.volcano.sh", "ato-trainjob-small", "--wait=false", check=False)
+        kubectl("delete", "priorityclass", "ato-trainjob-high", "--wait=false", check=False)
