@@ -1,9 +1,10 @@
 """TrainJobs ganged by the real schedulers: a TrainingRuntime with ``podGroupPolicy.volcano`` or
 ``podGroupPolicy.coscheduling`` (and, as Trainer v2's design asks of the runtime's author, the
-scheduler's name in its pod template: neither upstream nor the operator sets it), its TrainJobs on a real JobSet. The operator renders the
-PodGroup as Trainer v2.3 does (``lib/trainer_jobs/podgroups.py``); JobSet's Jobs make the pods at
-once, whatever the PodGroup's phase (upstream's Trainer does not hold them back either); the
-scheduler binds all of a gang's pods or none.
+scheduler's name in its pod template: neither upstream nor the operator sets it), its TrainJobs
+on a real JobSet. The operator renders the PodGroup as Trainer v2.3 does
+(``lib/trainer_jobs/podgroups.py``); JobSet's Jobs make the pods at once, whatever the
+PodGroup's phase (upstream's Trainer does not hold them back either); the scheduler binds all of
+a gang's pods or none.
 
 Each test runs once per scheduler, in that scheduler's stage of ``hack/test.sh e2e``: Volcano's
 vc-scheduler (marker ``gang``) and scheduler-plugins' scheduler and controller (marker
