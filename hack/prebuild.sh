@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 done_dir=${1:?usage: hack/prebuild.sh DIR}
 mkdir -p "$done_dir"
-for tool in training-operator volcano scheduler-plugins kueue jobset trainer; do
+for tool in training-operator volcano jobset scheduler-plugins kueue trainer; do
   "$root/hack/build-go-tools.sh" "$tool"
   touch "$done_dir/$tool"
 done

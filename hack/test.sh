@@ -189,16 +189,22 @@ e2e() {
   }
   # Gang scheduling is an operator-level setting: a second run of the operator, with Volcano's
   # real scheduler beside it (hack/gang-schedulers.sh; built on first use, logs in .local/gang/).
-  log "gang scheduling tests (Volcano's vc-scheduler, operator with GANG_SCHEDULER_NAME=volcano)"
+  # TrainJobs are ganged too (tests/gang/test_trainjob_gangs.py: their runtime's podGroupPolicy
+  # decides, not the setting), on JobSet, which starts here and runs on through the Kueue and
+  # TrainJob stages (their hack/jobset.sh up finds it running); stop_jobset stops it after them.
+  log "gang scheduling tests (Volcano's vc-scheduler, operator with GANG_SCHEDULER_NAME=volcano; JobSet)"
   gang_schedulers=volcano
-  await_prebuilt volcano
+  await_prebuilt jobset volcano
+  jobset_started=true
+  hack/jobset.sh up
   hack/gang-schedulers.sh volcano up
   # The poll of a gang waiting for admission is out of the tests' reach (an hour): each step of
   # Volcano's admission must reach its job through the runtime's watch on the PodGroup.
   GANG_SCHEDULER_NAME=volcano GANG_POLL_SECONDS=3600 start_operator "$artifacts/operator-gang.log"
   pytest -q -m gang tests/gang -p no:cacheprovider || {
-    log "gang tests failed; operator and vc-scheduler log tails:"
-    tail -80 "$artifacts/operator-gang.log"; tail -40 .local/gang/volcano.log; return 1
+    log "gang tests failed; operator, vc-scheduler and JobSet log tails:"
+    tail -80 "$artifacts/operator-gang.log"; tail -40 .local/gang/volcano.log
+    tail -20 ".local/jobset/${ATO_CLUSTER:-ato}/jobset.log"; return 1
   }
   stop_operator
   hack/gang-schedulers.sh volcano down
@@ -208,9 +214,9 @@ e2e() {
   hack/gang-schedulers.sh plugins up
   GANG_SCHEDULER_NAME=scheduler-plugins-scheduler start_operator "$artifacts/operator-gang-plugins.log"
   pytest -q -m gang_plugins tests/gang -p no:cacheprovider || {
-    log "scheduler-plugins tests failed; operator and scheduler log tails:"
+    log "scheduler-plugins tests failed; operator, scheduler and JobSet log tails:"
     tail -80 "$artifacts/operator-gang-plugins.log"; tail -40 .local/gang/scheduler-plugins-scheduler.log
-    return 1
+    tail -20 ".local/jobset/${ATO_CLUSTER:-ato}/jobset.log"; return 1
   }
   stop_operator
   hack/gang-schedulers.sh plugins down
@@ -365,9 +371,10 @@ bench() {
 
 # Kueue's own manager (hack/kueue.sh) admits, holds and preempts the jobs; the operator needs no
 # setting for it. Kueue's webhooks go with it: they would refuse every later job create.
-# JobSet starts first: Kueue's TrainJob controller watches JobSets, so their CRD must be served
-# when Kueue starts (pytest -m kueue_trainjob: TrainJobs on JobSet, queued by Kueue). JobSet keeps
-# running for trainer_tests, which comes next and runs without Kueue.
+# JobSet runs first (started by the gang stages; `hack/jobset.sh up` finds it running, or starts
+# it when this stage runs alone): Kueue's TrainJob controller watches JobSets, so their CRD must be
+# served when Kueue starts (pytest -m kueue_trainjob: TrainJobs on JobSet, queued by Kueue). JobSet
+# keeps running for trainer_tests, which comes next and runs without Kueue.
 kueue_started=false
 kueue_tests() {
   log "Kueue tests (Kueue $KUEUE_VERSION, log: .local/kueue/; operator log: $artifacts/operator-kueue.log)"
