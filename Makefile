@@ -17,7 +17,7 @@ LOCAL_KUBECONFIG := $(ROOT)/.kwok/clusters/ato/kubeconfig.yaml
 ##@ Use
 
 .PHONY: run
-run: tools ## Run the operator locally in the foreground (starts the local cluster unless KUBECONFIG is set)
+run: tools ## Run the operator locally in the foreground (starts the local cluster and JobSet unless KUBECONFIG is set)
 	hack/run.sh
 
 # The Go tools build in the background while lint and unit run (hack/test.sh all).
@@ -62,7 +62,7 @@ cluster: go-tools ## Start the local cluster (kube-apiserver, controller-manager
 	@hack/cluster.sh up >/dev/null && echo "KUBECONFIG=$(LOCAL_KUBECONFIG)"
 
 .PHONY: cluster-down
-cluster-down: ## Delete the local cluster
+cluster-down: ## Delete the local cluster (and stop JobSet's manager beside it)
 	hack/cluster.sh down
 
 .PHONY: install

@@ -95,6 +95,10 @@ apiserver_up() {
 }
 
 down() {
+  # JobSet's manager (make run starts it beside the local cluster) would outlive its cluster.
+  if [ -f "$root/.local/jobset/$name/jobset.pid" ]; then
+    KUBECONFIG=$kubeconfig ATO_CLUSTER=$name "$root/hack/jobset.sh" down >&2 || true
+  fi
   if [ -d "$KWOK_WORKDIR/clusters/$name" ]; then
     "$bin/kwokctl" --name "$name" delete cluster >&2
   fi

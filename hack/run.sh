@@ -6,8 +6,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
 source "$root/hack/lib.sh"
+# The local cluster (no KUBECONFIG given) is made whole for TrainJobs too: JobSet's manager beside
+# it (hack/jobset.sh: built on first use, started once, left running like the cluster; stopped by
+# `make cluster-down`). RUN_JOBSET=false leaves it out. A cluster of your own brings its JobSet.
+local_cluster=false
+[ -n "${KUBECONFIG:-}" ] || local_cluster=true
 use_cluster
 install_apis
+if $local_cluster && [ "${RUN_JOBSET:-true}" != false ]; then
+  "$root/hack/jobset.sh" up
+fi
 # The APIs are installed with the caller's identity; the operator and its companion may run as
 # another one (hack/test.sh: the operator's own ServiceAccount, see operator_identity).
 if [ -n "${OPERATOR_KUBECONFIG:-}" ]; then
