@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -312,9 +313,22 @@ def test_the_manager_killed_mid_burst_restarts_in_place_and_loses_nothing():
         assert len(types) == len(set(types)), (name, types)
 
 
-def lease_holder() -> str:
-    lease = get("lease", "-n", OPERATOR_NS, "ansible-training-operator")
-    return lease["spec"].get("holderIdentity") or ""
+def lease() -> dict:
+    return get("lease", "-n", OPERATOR_NS, "ansible-training-operator")["spec"]
+
+
+def live_leader() -> str:
+    """The holder of the leader-election Lease while it renews it: a killed leader's identity
+    stays in the Lease until it expires (nothing released it), renewed no more. The leader renews
+    every retry period (2 s)."""
+    before = lease()
+    time.sleep(3)
+    after = lease()
+    if after.get("holderIdentity") == before.get("holderIdentity") and after.get("renewTime") != before.get(
+        "renewTime"
+    ):
+        return after.get("holderIdentity") or ""
+    return ""
 
 
 def pod_of(identity: str) -> str:
@@ -326,7 +340,8 @@ def test_leader_election_with_two_replicas_the_other_takes_over_when_the_leader_
     kubectl("scale", "deployment", "-n", OPERATOR_NS, DEPLOYMENT, "--replicas=2")
     try:
         wait_for(lambda: sum(ready(p) for p in operator_pods()) == 2, what="two operator pods Ready")
-        leader = wait_for(lease_holder, what="a leader")
+        # After the kill above, the Lease may still name the killed container until it expires.
+        leader = wait_for(live_leader, what="a leader renewing the Lease")
         standby = next(
             p["metadata"]["name"] for p in operator_pods() if p["metadata"]["name"] != pod_of(leader)
         )
@@ -343,7 +358,7 @@ def test_leader_election_with_two_replicas_the_other_takes_over_when_the_leader_
         uids = {n: {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(n)} for n in names}
         # Killed, not stopped: it does not hand the lease over, the standby must wait it out.
         kubectl("delete", "pod", "-n", OPERATOR_NS, pod_of(leader), "--grace-period=0", "--force")
-        new = wait_for(lambda: (h := lease_holder()) != leader and h, what="a new leader")
+        new = wait_for(lambda: (h := live_leader()) != leader and h, what="a new leader renewing the Lease")
         assert pod_of(new) == standby, (new, standby)
         for name in names:
             for pod_name in uids[name]:
