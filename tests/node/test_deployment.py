@@ -313,6 +313,40 @@ def test_the_manager_killed_mid_burst_restarts_in_place_and_loses_nothing():
         assert len(types) == len(set(types)), (name, types)
 
 
+def test_the_operator_pod_deleted_mid_burst_its_replacement_loses_nothing():
+    """The pod deleted as a drain or a node upgrade deletes it (gracefully): the ReplicaSet makes
+    a new one, with a fresh /tmp, which takes the jobs over where they are."""
+    old = the_operator_pod()["metadata"]["uid"]
+    names = [
+        tfjob(
+            f"moved-{i}-{uuid.uuid4().hex[:4]}",
+            {"Chief": replica(container="tensorflow"), "Worker": replica(container="tensorflow")},
+            NS,
+            run_policy={"cleanPodPolicy": "None"},
+        )
+        for i in range(4)
+    ]
+    wait_for(lambda: len(owned_pods(names[0])) == 2, what=f"{names[0]}'s pods")
+    first = {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(names[0])}
+    kubectl("delete", "pod", "-n", OPERATOR_NS, the_operator_pod()["metadata"]["name"], "--wait=false")
+    wait_for(
+        lambda: any(ready(p) and p["metadata"]["uid"] != old for p in operator_pods()),
+        what="a new operator pod Ready",
+    )
+    wait_for(lambda: all(len(owned_pods(n)) == 2 for n in names), what="the jobs' pods")
+    uids = {n: {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(n)} for n in names}
+    assert uids[names[0]] == first, "a pod that existed at the deletion was recreated"
+    for name in names:
+        for pod_name in uids[name]:
+            finish_pod(NS, pod_name, 0)
+    for name in names:
+        wait_for(lambda n=name: "Succeeded" in true_conditions("tfjob", n), what=f"{name} Succeeded")
+        assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(name)} == uids[name]
+        types = [c["type"] for c in job_conditions(name)]
+        assert set(types) <= KUBEFLOW_CONDITIONS and len(types) == len(set(types)), (name, types)
+    wait_for(lambda: len(operator_pods()) == 1, what="the deleted pod gone")
+
+
 def lease() -> dict:
     return get("lease", "-n", OPERATOR_NS, "ansible-training-operator")["spec"]
 
