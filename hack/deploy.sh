@@ -2,9 +2,10 @@
 # The operator as a Deployment in the cluster in KUBECONFIG (the local one when unset).
 #
 #   hack/deploy.sh render [DIR]   print `kustomize build DIR` (default config/default) with IMG set
-#   hack/deploy.sh deploy         CRDs, admission policy and the operator (config/default), then
-#                                 Trainer v2's built-in runtimes (config/runtimes), once their CRD is
-#                                 established: one apply cannot create a CRD and objects of its kind
+#   hack/deploy.sh deploy [DIR]   CRDs, admission policy and the operator (config/default, or an
+#                                 overlay of it: config/testing/real-node), then Trainer v2's built-in
+#                                 runtimes (config/runtimes), once their CRD is established: one apply
+#                                 cannot create a CRD and objects of its kind
 #   hack/deploy.sh undeploy       the operator only (config/operator): namespace, RBAC, Deployment.
 #                                 The CRDs stay, and with them every job: `make uninstall` removes them.
 #
@@ -30,8 +31,8 @@ render() {
 
 deploy() {
   use_cluster
-  log "deploying $IMG"
-  render config/default | kubectl apply --server-side --force-conflicts -f - >&2
+  log "deploying $IMG (${1:-config/default})"
+  render "${1:-config/default}" | kubectl apply --server-side --force-conflicts -f - >&2
   kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
   install_runtimes
   kubectl -n ansible-training-operator-system rollout status deployment/ansible-training-operator-controller-manager \
@@ -50,7 +51,7 @@ mkdir -p "$root/.local"
 cd "$root"
 case ${1:-} in
   render) render "${2:-config/default}" ;;
-  deploy) deploy ;;
+  deploy) deploy "${2:-config/default}" ;;
   undeploy) undeploy ;;
-  *) echo "usage: $0 render [DIR]|deploy|undeploy" >&2; exit 2 ;;
+  *) echo "usage: $0 render [DIR]|deploy [DIR]|undeploy" >&2; exit 2 ;;
 esac

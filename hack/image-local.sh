@@ -128,12 +128,34 @@ runtime_tar() {
   echo "$tar"
 }
 
+# project_key RUNTIME_TAR: what the image is made of: the runtime part, IMG, the scripts that
+# assemble it and every file the Dockerfile copies (path, mode, content). The same key means the
+# same image, so a build with nothing changed reuses the archive (the real-node stage builds on
+# every run).
+project_key() {
+  local sources=()
+  mapfile -t sources < <(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import layout
+print(*(source.rstrip("/") for source, _ in layout.PROJECT_COPIES), sep="\n")' "$here")
+  { echo "$1 $img"
+    cat "$0" "$here/assemble.py" "$here/layout.py" "$root/hack/real-node/oci_image.py"
+    cd "$root"
+    find "${sources[@]}" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -printf '%m %p\n' | sort
+    find "${sources[@]}" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
+  } | sha256sum | cut -c1-12
+}
+
 build() {
-  local start=$SECONDS tar args=()
+  local start=$SECONDS tar args=() key
   # Gentle on a shared machine: every step below (unpacking, compiling, hashing) at a lower priority.
   renice -n 5 -p $$ >/dev/null
   mkdir -p "$out"
   tar=$(runtime_tar)
+  key=$(project_key "$tar")
+  if [ -f "$archive" ] && [ -d "$rootfs" ] && [ "$(cat "$archive.key" 2>/dev/null)" = "$key" ]; then
+    log "$archive: unchanged (key $key), after $((SECONDS - start)) s"
+    return
+  fi
+  rm -f "$archive.key"
   rm -rf "$rootfs"
   mkdir -p "$rootfs"
   tar -C "$rootfs" --numeric-owner -xpf "$tar"
@@ -145,6 +167,7 @@ print(*layout.PROJECT_COMPILED, sep="\n")' "$here")
   mapfile -d '' args < <(python3 "$here/layout.py" oci-args)
   python3 "$root/hack/real-node/oci_image.py" --ref "$(python3 "$here/layout.py" reference "$img")" \
     --out "$archive" --rootfs "$rootfs" --keep-owners "${args[@]}"
+  echo "$key" >"$archive.key"
   log "$archive: $(du -h "$archive" | cut -f1), $(python3 "$here/layout.py" reference "$img"), after $((SECONDS - start)) s"
 }
 

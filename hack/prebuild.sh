@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the later steps of `make test` need, built or fetched ahead: their Go tools in the order
-# the steps use them, then the real node's packages, binaries and JAX image. hack/test.sh runs it
+# the steps use them, then the real node's packages, binaries and JAX image, and the operator image. hack/test.sh runs it
 # niced in the background from the start, and each step waits only for what it uses: a file
 # named after each item appears in DIR once it is ready.
 #
@@ -15,5 +15,9 @@ for tool in training-operator volcano jobset scheduler-plugins kueue trainer; do
 done
 "$root/hack/real-node.sh" prepare
 touch "$done_dir/real-node"
+# The operator image the real-node stage deploys (hack/real-node-operator.sh builds it again: with
+# nothing changed, that reuses this archive).
+"$root/hack/image-local.sh"
+touch "$done_dir/operator-image"
 "$root/hack/build-go-tools.sh" opm olm
 touch "$done_dir/olm"

@@ -33,6 +33,8 @@ node_ip=${REAL_NODE_IP:-127.0.2.1}
 kubelet_port=${REAL_NODE_PORT:-19700}
 pod_cidr=${REAL_NODE_POD_CIDR:-10.88.0.0/24}
 bridge=atorn0
+# The API server for the pods, in CoreDNS's network namespace (start_dns).
+api_relay_port=443
 cgroup_name=ato-real-node
 label=ato.dev/real-node
 
@@ -100,14 +102,16 @@ make_cgroup_roots() {
   done
 }
 
-# make_pod_network: a bridge without an address, IPv6 off, and the pod range unreachable from the
-# root namespace, so that nothing on the host routes toward it through the default route. Pods
-# talk to each other over the bridge; nothing forwards or NATs (ip_forward is untouched).
+# make_pod_network: a bridge, IPv6 off, and the host's address on it (pod_ip 1), whose connected
+# route sends the pod range to the bridge and nowhere else (never the default route): the kubelet
+# dials the pods' probe ports through it, as a kubelet does on any node. Both go with the bridge
+# at `down`. Pods talk to each other over the bridge; nothing forwards or NATs (ip_forward is
+# untouched), so nothing outside the host's own address is reachable from a pod.
 make_pod_network() {
   ip link add "$bridge" type bridge
   echo 1 >"/proc/sys/net/ipv6/conf/$bridge/disable_ipv6"
+  ip addr add "$(pod_ip 1)/${pod_cidr#*/}" dev "$bridge"
   ip link set "$bridge" up
-  ip route add unreachable "$pod_cidr"
   mkdir -p "$state/cni/net.d" "$state/cni/ipam"
   cat >"$state/cni/net.d/10-ato-real-node.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "ato-real-node", "plugins": [
@@ -123,7 +127,11 @@ pod_ip() { local base=${pod_cidr%/*}; echo "${base%.*}.$1"; }
 # start_dns: CoreDNS (hack/build-go-tools.sh coredns) for the pods' cluster names, at pod_ip 2 on
 # the pods' bridge, in a network namespace of its own; it reads Services and EndpointSlices from
 # the API server through hack/netns/relay.py, as the operator in a network namespace does. Names
-# outside the cluster get NXDOMAIN: nothing is forwarded.
+# outside the cluster get NXDOMAIN: nothing is forwarded. The same namespace relays the API server
+# to the pods at pod_ip 2, port 443 (there is no kube-proxy for the `kubernetes` Service): a pod
+# that names it kubernetes.default.svc (a name in the API server's certificate) through a
+# hostAlias, and KUBERNETES_SERVICE_HOST/PORT, gets a working in-cluster config
+# (config/testing/real-node).
 start_dns() {
   local api socket="$state/dns-api.sock" pid netns
   api=$(loopback_api)
@@ -144,6 +152,11 @@ start_dns() {
   ip link set "$bridge-dns" master "$bridge" up
   nsenter --net="$netns" ip addr add "$(pod_ip 2)/${pod_cidr#*/}" dev eth0
   nsenter --net="$netns" ip link set eth0 up
+  (
+    for h in /sys/fs/cgroup/*/; do echo "$BASHPID" >"$h$cgroup_name/daemons/cgroup.procs"; done
+    exec setsid nsenter --net="$netns" python3 "$root/hack/netns/relay.py" tcp-to-unix \
+      "$(pod_ip 2):$api_relay_port" "$socket" >>"$state/logs/pods-api-relay.log" 2>&1
+  ) &
 }
 
 # write_containerd_config: every path under the state directory; the opt plugin (it would create
@@ -305,7 +318,6 @@ down() {
   # A pod's network namespace, and its end of the bridge, go once the kernel has released it.
   for _ in $(seq 50); do [ -z "$(ip -o link show master "$bridge" 2>/dev/null)" ] && break; sleep 0.2; done
   ! ip link show "$bridge" >/dev/null 2>&1 || ip link del "$bridge"
-  ! ip route show type unreachable | grep -q "^unreachable $pod_cidr" || ip route del unreachable "$pod_cidr"
   if [ -f "$state/kubeconfig" ] && KUBECONFIG="$state/kubeconfig" kubectl get --raw /readyz >/dev/null 2>&1; then
     KUBECONFIG="$state/kubeconfig" kubectl delete node "$node_ip" --ignore-not-found >&2
     KUBECONFIG="$state/kubeconfig" kubectl delete pods -A --field-selector "spec.nodeName=$node_ip" \

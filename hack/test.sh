@@ -15,7 +15,9 @@
 #   hack/test.sh real-node  the real node's stage alone (e2e runs it last): hack/real-node.sh up,
 #                        JobSet (hack/jobset.sh up), the operator, pytest -m real_node tests/cluster
 #                        tests/node (the cluster tests' real variants and the node's own tests, a
-#                        TrainJob through the SDK among them), JobSet down, hack/real-node.sh down
+#                        TrainJob through the SDK among them), then with that operator stopped the
+#                        operator's Deployment on the node (hack/real-node-operator.sh, pytest -m
+#                        real_node_deployment tests/node), JobSet down, hack/real-node.sh down
 #                        (which fails if the machine changed). OPERATOR_NETNS=true runs the
 #                        operator of any stage in a network namespace of its own.
 #   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
@@ -303,10 +305,10 @@ zygote_off() {
 
 # The real node (hack/real-node.sh, docs/real-node.md): real containers under a real kubelet
 # beside the KWOK nodes, with the operator as in the other stages, and JobSet (hack/jobset.sh) for
-# the TrainJob that trains there through the Kubeflow SDK (tests/node/test_sdk_real_node.py). The
-# stage starts the node and JobSet and stops them after; `down` fails the stage if the machine is
-# not as the node found it.
-real_node_started=false
+# the TrainJob that trains there through the Kubeflow SDK (tests/node/test_sdk_real_node.py); then
+# the operator's own Deployment on the node (real_node_deployment_tests). The stage starts the node
+# and JobSet and stops them after; `down` fails the stage if the machine is not as the node found it.
+real_node_started=false real_node_deployed=false
 real_node_tests() {
   log "real node tests (hack/real-node.sh; node logs: .local/real-node/)"
   await_prebuilt real-node jobset
@@ -320,12 +322,34 @@ real_node_tests() {
   # out: tests/cluster/conftest.py); tests/node is the node's own.
   pytest -q -m real_node tests/cluster tests/node -p no:cacheprovider || failed=1
   stop_operator
+  real_node_deployment_tests || failed=1
   stop_jobset
   real_node_started=false
   hack/real-node.sh down || failed=1
   [ "$failed" = 0 ] || {
     log "real node tests failed; operator log tail:"; tail -60 "$artifacts/operator-real-node.log"; return 1
   }
+}
+
+# The operator as users install it (issue 38 §2): its image assembled here, its Deployment on the
+# real node through `make deploy`'s path (hack/real-node-operator.sh), and no other operator
+# running: every pass the tests see is the container's. Its containers' logs go to the artifacts.
+real_node_deployment_tests() {
+  log "the operator's Deployment on the real node (hack/real-node-operator.sh; log: $artifacts/operator-deployment.log)"
+  await_prebuilt operator-image
+  local failed=0 pod
+  real_node_deployed=true
+  hack/real-node-operator.sh up >"$artifacts/operator-deployment-up.log" 2>&1 || {
+    failed=1; tail -40 "$artifacts/operator-deployment-up.log"
+  }
+  [ "$failed" = 1 ] || pytest -q -m real_node_deployment tests/node -p no:cacheprovider || failed=1
+  for pod in $(kubectl get pods -n ansible-training-operator-system -o name 2>/dev/null); do
+    kubectl logs -n ansible-training-operator-system "$pod" --all-containers --prefix >>"$artifacts/operator-deployment.log" 2>&1 || true
+  done
+  hack/real-node-operator.sh down >/dev/null 2>&1 || failed=1
+  real_node_deployed=false
+  [ "$failed" = 0 ] || { log "the Deployment's tests failed; its log tail:"; tail -60 "$artifacts/operator-deployment.log"; }
+  return "$failed"
 }
 
 # The real node's stage alone (e2e runs it too).
@@ -345,8 +369,9 @@ olm() {
   hack/olm-test.sh
 }
 
-# zygote-off and olm share the test cluster and nothing else: OLM's test creates no training job
-# and its CSV's pods are simulated, so OLM's install runs beside the zygote-off tests.
+# zygote-off and olm share the test cluster and nothing else: OLM's test keeps its jobs (those its
+# upgrade runs with) in a namespace of its own, and its CSV's pods are simulated, so OLM's install
+# and upgrade run beside the zygote-off tests.
 zygote_off_beside_olm() {
   await_prebuilt olm
   test_cluster
@@ -489,6 +514,7 @@ clean_up() {
   stop_kueue
   stop_trainer
   stop_jobset
+  if $real_node_deployed; then hack/real-node-operator.sh down >/dev/null 2>&1 || true; real_node_deployed=false; fi
   if $real_node_started; then hack/real-node.sh down || true; real_node_started=false; fi
   if [ "${KEEP_TEST_STATE:-false}" = true ]; then
     [ -z "$namespaces_before" ] || log "KEEP_TEST_STATE=true: the cluster keeps what the run left ($KUBECONFIG)"

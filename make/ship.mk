@@ -10,12 +10,14 @@ CATALOG_IMG ?= ansible-training-operator-catalog:v$(VERSION)
 # docker or podman: no container engine is needed for anything but the *-build and *-push targets
 # (image-local assembles the operator image without one, hack/image-local.sh).
 CONTAINER_TOOL ?= docker
+# What `make deploy` applies: config/default, or an overlay of it (config/testing/real-node).
+DEPLOY_CONFIG ?= config/default
 
 ##@ Ship
 
 .PHONY: deploy
-deploy: go-tools ## Deploy CRDs, admission policy and the operator (IMG) to the cluster in KUBECONFIG
-	hack/deploy.sh deploy
+deploy: go-tools ## Deploy CRDs, admission policy and the operator (IMG, DEPLOY_CONFIG) to the cluster in KUBECONFIG
+	hack/deploy.sh deploy $(DEPLOY_CONFIG)
 
 .PHONY: undeploy
 undeploy: ## Remove the operator (namespace, RBAC, Deployment); CRDs and jobs stay (see uninstall)
