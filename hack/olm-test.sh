@@ -19,6 +19,17 @@
 #     over: Succeeded, the first one gone, our CRDs updated in place (same uid, no version lost),
 #     the jobs the same objects (OLM_UPGRADE=false skips it).
 #
+# OLM_REAL_NODE=true runs the CSV's Deployment for real, on the real node (hack/real-node.sh up
+# first; the real-node stage of hack/test.sh does): the image assembled here (hack/image-local.sh)
+# is imported into the node's containerd under both bundles' image names, and the Subscription's
+# spec.config gives the pod the node's selector, toleration and the API server's address there
+# (docs/real-node.md#api-access-and-probes), as a user's Subscription would for their cluster. No
+# other operator may run meanwhile: both would reconcile the jobs in the namespace `operators`.
+# OLM_GATE=DIR hands the jobs to a test between the steps (tests/node/test_olm_real_node.py): the
+# script writes DIR/installed once its jobs are created and waits for DIR/upgrade before it
+# approves the upgrade, then writes DIR/upgraded after its checks and waits for DIR/done before it
+# cleans up.
+#
 # olm, catalog and opm bind fixed wildcard ports (olm/catalog :8080, pkg/lib/server/server.go;
 # opm ":"+port, cmd/opm/serve/serve.go), which no flag moves to 127.0.0.1. Each runs in a network
 # namespace of its own, whose only interface is its own loopback, and reaches the API server
@@ -43,6 +54,8 @@ csv=$package.v$VERSION
 next_version=${VERSION%.*}.$((${VERSION##*.} + 1))
 next_csv=$package.v$next_version
 upgrade=${OLM_UPGRADE:-true}
+real_node=${OLM_REAL_NODE:-false}
+gate=${OLM_GATE:-}
 mark=ato.dev/olm-test   # label on what this test creates, so a leftover run is recognised
 # Only catches a hang: on a busy machine OLM takes minutes (about 1 on a quiet one).
 timeout=${OLM_TEST_TIMEOUT:-600}
@@ -68,6 +81,9 @@ fi
 for ns in olm operators; do
   if foreign namespace "$ns"; then log "namespace $ns exists and is not this test's"; exit 2; fi
 done
+if [ "$real_node" = true ] && ! "$root/hack/real-node.sh" status; then
+  log "OLM_REAL_NODE=true: the real node does not run (hack/real-node.sh up)"; exit 2
+fi
 our_crds=(tfjobs.kubeflow.org mxjobs.kubeflow.org pytorchjobs.kubeflow.org xgboostjobs.kubeflow.org jaxjobs.kubeflow.org
   paddlejobs.kubeflow.org mpijobs.kubeflow.org paddlejobs.batch.paddlepaddle.org caffe2jobs.kubeflow.org
   trainjobs.trainer.kubeflow.org trainingruntimes.trainer.kubeflow.org clustertrainingruntimes.trainer.kubeflow.org)
@@ -94,7 +110,7 @@ stop_processes() {
 # selects exactly this test's leftovers. Our CRDs keep their spec: OLM only labelled and
 # annotated them when it adopted them.
 remove_olm_objects() {
-  local - crd key obj
+  local - crd obj crds keys
   set +e  # best effort, every step: what one cannot remove must not keep the others
   # With OLM stopped nobody would remove its finalizers (csv-cleanup), and the namespaces and
   # CRDs would hang in deletion.
@@ -110,16 +126,18 @@ remove_olm_objects() {
   kubectl get clusterroles -o name | grep "^clusterrole.rbac.authorization.k8s.io/olm\.og\.$package\." |
     xargs -r kubectl delete --ignore-not-found >/dev/null 2>&1
   kubectl delete crd -l "$mark=true" --ignore-not-found --timeout=90s >/dev/null 2>&1
-  for crd in $(kubectl get crd "${our_crds[@]}" --ignore-not-found -o name); do
-    # shellcheck disable=SC2016 # go-template variables, not shell ones
-    for key in $(kubectl get "$crd" -o go-template='{{range $k, $v := .metadata.labels}}{{$k}} {{end}}'); do
-      [[ $key != olm.managed && $key != operators.coreos.com/* ]] || kubectl label "$crd" "$key-" >/dev/null
-    done
-    # shellcheck disable=SC2016 # go-template variables, not shell ones
-    for key in $(kubectl get "$crd" -o go-template='{{range $k, $v := .metadata.annotations}}{{$k}} {{end}}'); do
-      [[ $key != operatorframework.io/installed-alongside-* ]] || kubectl annotate "$crd" "$key-" >/dev/null
-    done
-  done
+  # One call for each: kubectl skips a key an object does not have.
+  mapfile -t crds < <(kubectl get crd "${our_crds[@]}" --ignore-not-found -o name)
+  [ ${#crds[@]} -gt 0 ] || return 0
+  mapfile -t keys < <(crd_keys labels '^(olm\.managed|operators\.coreos\.com/.*)$')
+  [ ${#keys[@]} = 0 ] || kubectl label "${crds[@]}" "${keys[@]/%/-}" >/dev/null
+  mapfile -t keys < <(crd_keys annotations '^operatorframework\.io/installed-alongside-')
+  [ ${#keys[@]} = 0 ] || kubectl annotate "${crds[@]}" "${keys[@]/%/-}" >/dev/null
+}
+# crd_keys labels|annotations PATTERN: the keys of that map on our CRDs that match PATTERN.
+crd_keys() {
+  kubectl get crd "${our_crds[@]}" --ignore-not-found -o go-template="{{range .items}}{{range \$k, \$v := .metadata.$1}}{{\$k}}
+{{end}}{{end}}" | grep -E "$2" | sort -u || true
 }
 cleanup() {
   local rc=$?
@@ -127,6 +145,7 @@ cleanup() {
   trap '' INT TERM
   trap - EXIT
   set +e
+  local began=$SECONDS
   log "cleaning up"
   if [ ${#pids[@]} -gt 0 ]; then
     # While OLM still runs, so that it undoes its install: first what would install the CSV
@@ -142,6 +161,7 @@ cleanup() {
     kubectl delete crd "${our_crds[@]}" --ignore-not-found --timeout=90s >/dev/null 2>&1
   fi
   rm -f "$socket"
+  log "cleaned up after $((SECONDS - began)) s"
   [ $rc = 0 ] || log "failed; logs in ${work#"$root"/}/"
   exit $rc
 }
@@ -173,6 +193,25 @@ fi
 opm validate "$work/catalog"
 grep -q '^image: ""$' "$index" || { log "the rendered bundle names an image: OLM would unpack it"; exit 1; }
 log "catalog rendered and valid ($(elapsed))"
+# subscription_config: the Subscription's spec.config for the real node (none on KWOK's nodes).
+subscription_config() {
+  [ "$real_node" = true ] || return 0
+  printf '%s\n' "  config:" "    nodeSelector: {ato.dev/real-node: \"true\"}" \
+    "    tolerations: [{key: ato.dev/real-node, operator: Exists, effect: NoSchedule}]" \
+    "    env:" "      - {name: KUBERNETES_SERVICE_HOST, value: kubernetes.default.svc}" \
+    "      - {name: KUBERNETES_SERVICE_PORT, value: \"443\"}"
+}
+if [ "$real_node" = true ]; then
+  # One image under both releases' names (the bundles' IMG, as hack/bundle.sh defaults it): the
+  # upgrade changes the pod's image, as a release does, and neither is ever pulled.
+  "$root/hack/image-local.sh"
+  names=()
+  for v in "$VERSION" "$next_version"; do
+    names+=("$(python3 "$root/hack/image-local/layout.py" reference "${IMG:-$package:$v}")")
+  done
+  "$root/hack/real-node.sh" import-image "$root/.local/image/$package.oci.tar" "${names[@]}"
+  log "the operator's image imported into the real node's containerd as ${names[*]} ($(elapsed))"
+fi
 
 # --- OLM -----------------------------------------------------------------------------------
 olm_dir=$(go mod download -json "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION" |
@@ -246,6 +285,7 @@ spec:
   sourceNamespace: olm
   startingCSV: $csv
   installPlanApproval: $([ "$upgrade" = true ] && echo Manual || echo Automatic)
+$(subscription_config)
 EOF
 
 alive() {
@@ -319,7 +359,11 @@ lookups=$(kubectl -n operators get installplan "$plan" -o jsonpath='{.status.bun
 phase=$(kubectl -n operators get installplan "$plan" -o jsonpath='{.status.phase}')
 steps=$(kubectl -n operators get installplan "$plan" -o jsonpath='{range .status.plan[*]}{.resource.kind} {end}')
 log "InstallPlan $plan $phase, from the catalog's embedded objects, no image: $steps"
-log "deployment $deploy Available (image $image, watching: $targets)"
+node=$(kubectl -n operators get pods -l control-plane=controller-manager -o jsonpath='{.items[*].spec.nodeName}')
+if [ "$real_node" = true ] && [ "$node" != "${REAL_NODE_IP:-127.0.2.1}" ]; then
+  fail "the operator's pod is on '$node', not on the real node"
+fi
+log "deployment $deploy Available (image $image, watching: $targets, pod on node $node)"
 log "OLM install test passed in $(elapsed)"
 [ "$upgrade" = true ] || exit 0
 
@@ -334,6 +378,14 @@ uids() {
 kubectl -n operators apply -f config/samples/tfjob_dist.yaml -f config/samples/pytorchjob_simple.yaml \
   -f config/samples/xgboostjob_iris.yaml -f config/samples/trainer/trainjob_torch.yaml >/dev/null
 before=$(uids | sort)
+# pass_gate STEP NEXT: tell the test STEP is reached, and wait until it says NEXT (OLM_GATE).
+pass_gate() {
+  [ -n "$gate" ] || return 0
+  touch "$gate/$1"
+  log "gate: $1; waiting for $gate/$2"
+  until [ -e "$gate/$2" ]; do alive || return 1; sleep 1; done
+}
+pass_gate installed upgrade || fail "a process died while the test had the jobs"
 approve "$next_csv" || fail "no InstallPlan for the upgrade to $next_csv"
 log "upgrade to $next_csv approved, $(echo "$before" | grep -vc '^crd/') jobs in flight"
 next_succeeded() { [ "$(kubectl -n operators get csv "$next_csv" -o jsonpath='{.status.phase}')" = Succeeded ]; }
@@ -349,3 +401,4 @@ owner=$(kubectl -n operators get deployment "$deploy" -o jsonpath='{.metadata.la
 after=$(uids | sort)
 [ "$before" = "$after" ] || fail "CRDs or jobs replaced by the upgrade: $(diff <(echo "$before") <(echo "$after"))"
 log "upgraded to $next_csv: CRDs updated in place, $(echo "$after" | grep -vc '^crd/') jobs kept ($(elapsed))"
+pass_gate upgraded "done" || fail "a process died while the test had the jobs"

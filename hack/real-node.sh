@@ -12,9 +12,13 @@
 #   hack/real-node.sh images   (re)build the image archives
 #   hack/real-node.sh prepare  install and build what `up` needs (packages, binaries, the JAX image),
 #                              ahead of it (hack/prebuild.sh)
-#   hack/real-node.sh import-image ARCHIVE
+#   hack/real-node.sh import-image ARCHIVE [NAME...]
 #                              import an OCI archive (hack/image-local.sh's operator image) into
 #                              the running node's containerd, under the name its index carries
+#                              and each NAME given
+#   hack/real-node.sh restart-containerd
+#                              stop the node's containerd and start it again, its containers
+#                              running on (a test's fault: tests/node/test_deployment.py)
 #
 # The node is named after its address, REAL_NODE_IP (default 127.0.2.1: the kubelet refuses a
 # loopback --node-ip, a loopback hostname-override is accepted); it carries the label and the
@@ -128,14 +132,16 @@ pod_ip() { local base=${pod_cidr%/*}; echo "${base%.*}.$1"; }
 # the pods' bridge, in a network namespace of its own; it reads Services and EndpointSlices from
 # the API server through hack/netns/relay.py, as the operator in a network namespace does. Names
 # outside the cluster get NXDOMAIN: nothing is forwarded. The same namespace relays the API server
-# to the pods at pod_ip 2, port 443 (there is no kube-proxy for the `kubernetes` Service): a pod
-# that names it kubernetes.default.svc (a name in the API server's certificate) through a
-# hostAlias, and KUBERNETES_SERVICE_HOST/PORT, gets a working in-cluster config
-# (config/testing/real-node).
+# to the pods at pod_ip 2, port 443 (there is no kube-proxy for the `kubernetes` Service), and the
+# `kubernetes` Service's name resolves to that relay, not to its ClusterIP: a pod whose
+# KUBERNETES_SERVICE_HOST/PORT name kubernetes.default.svc:443 (a name in the API server's
+# certificate) gets a working in-cluster config (config/testing/real-node, and OLM's Subscription
+# config in hack/olm-test.sh, which cannot set a hostAlias).
 start_dns() {
   local api socket="$state/dns-api.sock" pid netns
   api=$(loopback_api)
-  printf '%s\n' "cluster.local:53 {" "  errors" "  kubernetes cluster.local {" \
+  printf '%s\n' "cluster.local:53 {" "  errors" "  hosts {" "    $(pod_ip 2) kubernetes.default.svc.cluster.local" \
+    "    fallthrough" "  }" "  kubernetes cluster.local {" \
     "    kubeconfig $state/kubeconfig" "  }" "}" ".:53 {" "  template ANY ANY {" \
     "    rcode NXDOMAIN" "  }" "}" >"$state/Corefile"
   (
@@ -334,13 +340,33 @@ status() {
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
 }
 
-# import_image ARCHIVE: into the running node's containerd (namespace k8s.io, the kubelet's), as
-# in-mountns.sh imports the node's own images at its start; pods find it with imagePullPolicy
-# Never or IfNotPresent under the name the archive carries (hack/image-local/layout.py reference).
+# import_image ARCHIVE [NAME...]: into the running node's containerd (namespace k8s.io, the
+# kubelet's), as in-mountns.sh imports the node's own images at its start; pods find it with
+# imagePullPolicy Never or IfNotPresent under the name the archive carries
+# (hack/image-local/layout.py reference), and under each NAME (fully qualified) given: a later
+# release's tag for the same image, as OLM's upgrade test needs (hack/olm-test.sh).
 import_image() {
-  local archive=${1:?usage: $0 import-image ARCHIVE}
+  local archive=${1:?usage: $0 import-image ARCHIVE [NAME...]} name extra
+  local ctr_=(ctr --address "$state/containerd.sock" -n k8s.io)
   running || { log "the real node does not run (hack/real-node.sh up)"; return 1; }
-  ctr --address "$state/containerd.sock" -n k8s.io images import "$archive" >&2
+  name=$("${ctr_[@]}" images import "$archive" | sed -n 's/^unpacking \(.*\) (sha256:.*/\1/p')
+  [ -n "$name" ] || { log "no image name in $archive"; return 1; }
+  shift
+  for extra in "$@"; do "${ctr_[@]}" images tag --force "$name" "$extra" >/dev/null; done
+}
+
+# restart_containerd: containerd stopped (SIGTERM, as `systemctl restart` stops it: its shims and
+# the containers live on) and started again by in-mountns.sh; returns once the new one answers.
+restart_containerd() {
+  running || { log "the real node does not run (hack/real-node.sh up)"; return 1; }
+  local old; old=$(cat "$state/containerd.pid")
+  touch "$state/containerd.restart"
+  kill -TERM "$old"
+  for _ in $(seq 300); do
+    [ "$(cat "$state/containerd.pid")" = "$old" ] || { log "containerd restarted (pid $old, now $(cat "$state/containerd.pid"))"; return 0; }
+    sleep 0.1
+  done
+  log "containerd did not come back (logs: $state/logs/containerd.log)"; return 1
 }
 
 case ${1:-} in
@@ -349,6 +375,7 @@ case ${1:-} in
   status) status ;;
   images) mkdir -p "$state"; build_images ;;
   prepare) ensure_binaries; mkdir -p "$state/images"; build_jax_image ;;
-  import-image) import_image "${2:-}" ;;
-  *) echo "usage: $0 up|down|status|images|prepare|import-image ARCHIVE" >&2; exit 2 ;;
+  import-image) shift; import_image "$@" ;;
+  restart-containerd) restart_containerd ;;
+  *) echo "usage: $0 up|down|status|images|prepare|import-image ARCHIVE [NAME...]|restart-containerd" >&2; exit 2 ;;
 esac

@@ -17,13 +17,16 @@
 #                        tests/node (the cluster tests' real variants and the node's own tests, a
 #                        TrainJob through the SDK among them), then with that operator stopped the
 #                        operator's Deployment on the node (hack/real-node-operator.sh, pytest -m
-#                        real_node_deployment tests/node), JobSet down, hack/real-node.sh down
-#                        (which fails if the machine changed). OPERATOR_NETNS=true runs the
+#                        real_node_deployment tests/node), then OLM's install and upgrade with
+#                        the CSV's pod on the node (pytest -m olm_real_node tests/node, which runs
+#                        hack/olm-test.sh with OLM_REAL_NODE=true), JobSet down, hack/real-node.sh
+#                        down (which fails if the machine changed). OPERATOR_NETNS=true runs the
 #                        operator of any stage in a network namespace of its own.
-#   hack/test.sh olm     the bundle, installed through OLM (local olm, catalog and opm serve) on
-#                        the cluster in KUBECONFIG (the local one if unset)
+#   hack/test.sh olm     the bundle, installed and upgraded through OLM (local olm, catalog and opm
+#                        serve) on the cluster in KUBECONFIG (the local one if unset), its pod on
+#                        a KWOK node (the real-node stage runs it on the real node)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
-#   hack/test.sh all     lint, unit, e2e, zygote-off beside olm, bench (the Go tools build in the
+#   hack/test.sh all     lint, unit, e2e, zygote-off, bench (the Go tools build in the
 #                        background from the start: see build_cluster_tools)
 #
 # Pass or fail, a run leaves nothing behind: the operators it started are stopped, and the local
@@ -306,8 +309,9 @@ zygote_off() {
 # The real node (hack/real-node.sh, docs/real-node.md): real containers under a real kubelet
 # beside the KWOK nodes, with the operator as in the other stages, and JobSet (hack/jobset.sh) for
 # the TrainJob that trains there through the Kubeflow SDK (tests/node/test_sdk_real_node.py); then
-# the operator's own Deployment on the node (real_node_deployment_tests). The stage starts the node
-# and JobSet and stops them after; `down` fails the stage if the machine is not as the node found it.
+# the operator's own Deployment on the node (real_node_deployment_tests), then OLM's install and
+# upgrade of it there (olm_real_node_tests). The stage starts the node and JobSet and stops them
+# after; `down` fails the stage if the machine is not as the node found it.
 real_node_started=false real_node_deployed=false
 real_node_tests() {
   log "real node tests (hack/real-node.sh; node logs: .local/real-node/)"
@@ -323,6 +327,7 @@ real_node_tests() {
   pytest -q -m real_node tests/cluster tests/node -p no:cacheprovider || failed=1
   stop_operator
   real_node_deployment_tests || failed=1
+  olm_real_node_tests || failed=1
   stop_jobset
   real_node_started=false
   hack/real-node.sh down || failed=1
@@ -352,6 +357,18 @@ real_node_deployment_tests() {
   return "$failed"
 }
 
+# OLM installs the bundle with the CSV's Deployment on the real node, and upgrades it with jobs
+# of four kinds in flight (issue 38 §3): tests/node/test_olm_real_node.py runs hack/olm-test.sh
+# (OLM_REAL_NODE=true) and checks the jobs between its steps. After the Deployment's tests, with
+# that one undeployed: the CSV's operator must be the only one.
+olm_real_node_tests() {
+  log "OLM installs and upgrades the operator on the real node (log: $artifacts/olm-real-node.log)"
+  await_prebuilt olm operator-image
+  pytest -q -m olm_real_node tests/node -p no:cacheprovider || {
+    log "OLM's test on the real node failed; its log tail:"; tail -60 "$artifacts/olm-real-node.log"; return 1
+  }
+}
+
 # The real node's stage alone (e2e runs it too).
 real_node() {
   test_cluster
@@ -367,24 +384,6 @@ olm() {
   install_apis
   log "OLM install test"
   hack/olm-test.sh
-}
-
-# zygote-off and olm share the test cluster and nothing else: OLM's test keeps its jobs (those its
-# upgrade runs with) in a namespace of its own, and its CSV's pods are simulated, so OLM's install
-# and upgrade run beside the zygote-off tests.
-zygote_off_beside_olm() {
-  await_prebuilt olm
-  test_cluster
-  install_apis
-  local olm_log="$artifacts/olm.log" olm_pid failed=0
-  log "OLM install test, beside the zygote-off tests (log: $olm_log)"
-  # Not this script's clean-up on the subshell's exit: it would stop the operators and the cluster.
-  (trap - EXIT; hack/olm-test.sh) >"$olm_log" 2>&1 &
-  olm_pid=$!
-  zygote_off || failed=1
-  wait "$olm_pid" || { log "OLM install test failed:"; tail -60 "$olm_log"; failed=1; }
-  log "OLM install test: $(tail -1 "$olm_log")"
-  return "$failed"
 }
 
 bench() {
@@ -602,9 +601,9 @@ await_prebuilt() {
 
 stages=()
 case ${1:-all} in
-  lint | unit | e2e | zygote-off | olm | bench | zygote-off-beside-olm) stages=("$1") ;;
+  lint | unit | e2e | zygote-off | olm | bench) stages=("$1") ;;
   real-node) stages=(real_node) ;;
-  all) stages=(lint unit e2e zygote-off-beside-olm bench) ;;
+  all) stages=(lint unit e2e zygote-off bench) ;;
   *) echo "usage: $0 lint|unit|e2e|zygote-off|real-node|olm|bench|all" >&2; exit 2 ;;
 esac
 [ "${1:-all}" != all ] || build_cluster_tools

@@ -9,7 +9,9 @@
 #   /var/log/containers, /var/lib/kubelet/device-plugins, /var/lib/cni);
 # - the kernel tunables the kubelet would otherwise set machine-wide (setupKernelTunables in
 #   pkg/kubelet/cm) are files here that already hold the values it wants.
-# The script ends, and takes the other daemon down, when either daemon exits.
+# The script ends, and takes the other daemon down, when either daemon exits, but for containerd
+# stopped by `hack/real-node.sh restart-containerd` (the marker STATE/containerd.restart): that one
+# is started again, as a service manager restarts it; its shims, and so the containers, live on.
 set -euo pipefail
 state=$1 kubelet=$2
 shift 2
@@ -26,10 +28,16 @@ for key in "${!tunables[@]}"; do
   mount --bind "$file" "/proc/sys/$key"
 done
 
-containerd --config "$state/containerd.toml" >>"$state/logs/containerd.log" 2>&1 &
-containerd_pid=$!
-echo "$containerd_pid" >"$state/containerd.pid"
-for _ in $(seq 100); do [ -S "$state/containerd.sock" ] && break; sleep 0.1; done
+start_containerd() {
+  containerd --config "$state/containerd.toml" >>"$state/logs/containerd.log" 2>&1 &
+  containerd_pid=$!
+  for _ in $(seq 100); do
+    ctr --address "$state/containerd.sock" version >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  echo "$containerd_pid" >"$state/containerd.pid"
+}
+start_containerd
 # The pause image first: no sandbox can start without it, and no registry would give it.
 for archive in "$state"/images/*.tar; do
   ctr --address "$state/containerd.sock" -n k8s.io images import "$archive" >>"$state/logs/import.log"
@@ -40,6 +48,10 @@ PATH=/usr/local/bin:/usr/bin:/bin "$kubelet" "$@" >>"$state/logs/kubelet.log" 2>
 kubelet_pid=$!
 echo "$kubelet_pid" >"$state/kubelet.pid"
 trap 'kill "$kubelet_pid" "$containerd_pid" 2>/dev/null || true' TERM INT
-wait -n "$kubelet_pid" "$containerd_pid" || true
+while wait -n "$kubelet_pid" "$containerd_pid" || true; do
+  kill -0 "$kubelet_pid" 2>/dev/null && [ -f "$state/containerd.restart" ] || break
+  rm -f "$state/containerd.restart"
+  start_containerd
+done
 kill "$kubelet_pid" "$containerd_pid" 2>/dev/null || true
 wait || true

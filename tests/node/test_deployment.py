@@ -13,7 +13,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
@@ -28,6 +27,8 @@ from kube import (
     tfjob,
     wait_for,
 )
+from operator_pod import KUBEFLOW_CONDITIONS, OperatorPod, ready, uids
+from operator_pod import owned_pods as pods_owned_by
 
 pytestmark = pytest.mark.real_node_deployment
 
@@ -36,10 +37,7 @@ DEPLOYMENT = "ansible-training-operator-controller-manager"
 SERVICE_ACCOUNT = "ansible-training-operator-controller-manager"
 METRICS_READER = "ansible-training-operator-metrics-reader"
 NS = "ato-deployment"
-ZYGOTE_SOCKET = "/tmp/ansible-zygote/server.sock"
-# The runtime's line for a pass's first task (hack/test.sh zygote_served counts the same).
-PASS_START = "Read the objects the job owns"
-KUBEFLOW_CONDITIONS = {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}
+OPERATOR = OperatorPod(OPERATOR_NS)
 
 # One sample of each of the nine kinds (config/samples), as molecule's cases finish them.
 SAMPLES = [
@@ -57,33 +55,8 @@ SAMPLES = [
 namespace = namespace_fixture(NS)
 
 
-def operator_pods() -> list[dict]:
-    return get("pods", "-n", OPERATOR_NS, "-l", "control-plane=controller-manager")["items"]
-
-
-def the_operator_pod() -> dict:
-    pods = [p for p in operator_pods() if not p["metadata"].get("deletionTimestamp")]
-    assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
-    return pods[0]
-
-
-def ready(pod: dict) -> bool:
-    conditions = pod.get("status", {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def in_manager(*command: str) -> str:
-    pod = the_operator_pod()["metadata"]["name"]
-    return kubectl("exec", "-n", OPERATOR_NS, pod, "-c", "manager", "--", *command).stdout
-
-
-def zygote_stats() -> dict:
-    out = in_manager(
-        "sh",
-        "-c",
-        f"PYTHONPATH=$HOME/lib exec python3 -m ansible_zygote.server --socket {ZYGOTE_SOCKET} --stats",
-    )
-    return json.loads(out)
+operator_pods, the_operator_pod, in_manager = OPERATOR.pods, OPERATOR.the_pod, OPERATOR.in_manager
+manager_status, container_cgroup = OPERATOR.manager_status, OPERATOR.container_cgroup
 
 
 def sample_job(sample: str) -> tuple[str, str, str]:
@@ -103,12 +76,7 @@ def all_conditions(resource: str, name: str) -> set[str]:
 
 
 def owned_pods(name: str) -> list[dict]:
-    """The job's pods, whatever labels its kind gives them (Caffe2Job has caffe2-operator's)."""
-    return [
-        pod
-        for pod in get("pods", "-n", NS)["items"]
-        if any(ref["name"] == name for ref in pod["metadata"].get("ownerReferences") or [])
-    ]
+    return pods_owned_by(NS, name)
 
 
 def succeeded_after_finishing_its_pods(resource: str, name: str, nodes: dict[str, str]) -> bool:
@@ -159,20 +127,6 @@ def test_samples_of_all_nine_kinds_succeed_with_their_pods_on_kwok_nodes():
         assert all(node.startswith("kwok-") for node in nodes.values()), (name, nodes)
 
 
-def manager_status() -> dict:
-    statuses = the_operator_pod()["status"]["containerStatuses"]
-    return next(s for s in statuses if s["name"] == "manager")
-
-
-def container_cgroup(controller: str) -> Path:
-    """The manager container's cgroup on the node (the node's cgroups are the machine's,
-    under ato-real-node: hack/real-node.sh)."""
-    container_id = manager_status()["containerID"].split("://", 1)[1]
-    found = list(Path(f"/sys/fs/cgroup/{controller}/ato-real-node").glob(f"kubepods/*/pod*/{container_id}"))
-    assert len(found) == 1, found
-    return found[0]
-
-
 def memory_limit(container: str) -> int:
     deployment = get("deployment", "-n", OPERATOR_NS, DEPLOYMENT)
     containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
@@ -197,15 +151,7 @@ def test_the_burst_across_every_kind_stayed_inside_the_memory_limit():
 
 
 def test_the_zygote_serves_the_passes_inside_the_container():
-    stats = zygote_stats()
-    pod = the_operator_pod()["metadata"]["name"]
-    log = kubectl("logs", "-n", OPERATOR_NS, pod, "-c", "manager").stdout
-    passes = sum(
-        1 for line in log.splitlines() if '"msg":"[playbook task start]"' in line and PASS_START in line
-    )
-    assert passes, "no pass in the manager's log"
-    # As hack/test.sh zygote_served: a pass whose template still warmed runs the real programs.
-    assert min(stats["served"].values()) * 2 >= passes, (stats, passes)
+    OPERATOR.assert_the_zygote_served_its_passes()
 
 
 def token_of(service_account: str) -> str:
@@ -274,76 +220,94 @@ def job_conditions(name: str) -> list[dict]:
     return get("tfjob", "-n", NS, name).get("status", {}).get("conditions") or []
 
 
+def burst(prefix: str, count: int, workers: int) -> list[str]:
+    """``count`` TFJobs of a Chief and ``workers`` Workers, created at once. Their pods stay after
+    they succeed (cleanPodPolicy None), so that a recreated one would show."""
+    return [
+        tfjob(
+            f"{prefix}-{i}-{uuid.uuid4().hex[:4]}",
+            {
+                "Chief": replica(container="tensorflow"),
+                "Worker": replica(container="tensorflow", count=workers),
+            },
+            NS,
+            run_policy={"cleanPodPolicy": "None"},
+        )
+        for i in range(count)
+    ]
+
+
+def pods_of_each(names: list[str], size: int) -> dict[str, dict[str, str]]:
+    """Each job's pods (name: uid), once it has all ``size`` of them."""
+    for name in names:
+        wait_for(lambda n=name: len(owned_pods(n)) == size, what=f"{name}'s {size} pods")
+    return {name: uids(owned_pods(name)) for name in names}
+
+
+def finish_and_check_nothing_was_lost(pods: dict[str, dict[str, str]]) -> None:
+    """Ends every pod of each job; each job must succeed with the very pods it had (none
+    recreated) and Kubeflow's conditions only, none of them twice."""
+    for its_pods in pods.values():
+        for pod_name in its_pods:
+            finish_pod(NS, pod_name, 0)
+    for name, its_pods in pods.items():
+        wait_for(lambda n=name: "Succeeded" in true_conditions("tfjob", n), what=f"{name} Succeeded")
+        assert uids(owned_pods(name)) == its_pods, f"{name}: a pod was recreated"
+        types = [c["type"] for c in job_conditions(name)]
+        assert set(types) <= KUBEFLOW_CONDITIONS and len(types) == len(set(types)), (name, types)
+
+
 def test_the_manager_killed_mid_burst_restarts_in_place_and_loses_nothing():
     pod = the_operator_pod()
     restarts = manager_status()["restartCount"]
     in_manager("sh", "-c", "echo before-the-kill >/tmp/ato-kill-marker")
-    names = [
-        tfjob(
-            f"killed-{i}-{uuid.uuid4().hex[:4]}",
-            {"Chief": replica(container="tensorflow"), "Worker": replica(container="tensorflow", count=2)},
-            NS,
-            # Its pods stay after it succeeded, so that a recreated one would show.
-            run_policy={"cleanPodPolicy": "None"},
-        )
-        for i in range(6)
-    ]
+    names = burst("killed", 6, workers=2)
     # Mid-burst: the first job's pods exist, the others' passes are still under way or queued.
-    wait_for(lambda: len(owned_pods(names[0])) == 3, what=f"{names[0]}'s pods")
-    first = {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(names[0])}
+    first = pods_of_each(names[:1], 3)
     kill_manager_container()
     wait_for(lambda: manager_status()["restartCount"] > restarts, what="the manager restarted")
     wait_for(lambda: ready(the_operator_pod()), what="the operator pod Ready again")
     assert the_operator_pod()["metadata"]["uid"] == pod["metadata"]["uid"], "the pod was recreated"
     assert in_manager("cat", "/tmp/ato-kill-marker").strip() == "before-the-kill", "/tmp did not outlive it"
-    uids: dict[str, dict[str, str]] = {}
-    for name in names:
-        wait_for(lambda n=name: len(owned_pods(n)) == 3, what=f"{name}'s three pods")
-        uids[name] = {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(name)}
-    assert uids[names[0]] == first, "a pod that existed at the kill was recreated"
-    for name in names:
-        for pod_name in uids[name]:
-            finish_pod(NS, pod_name, 0)
-    for name in names:
-        wait_for(lambda n=name: "Succeeded" in true_conditions("tfjob", n), what=f"{name} Succeeded")
-        seen = {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(name)}
-        assert seen == uids[name], f"{name}: a pod was recreated"
-        types = [c["type"] for c in job_conditions(name)]
-        assert set(types) <= KUBEFLOW_CONDITIONS, (name, types)
-        assert len(types) == len(set(types)), (name, types)
+    pods = pods_of_each(names, 3)
+    assert pods[names[0]] == first[names[0]], "a pod that existed at the kill was recreated"
+    finish_and_check_nothing_was_lost(pods)
+
+
+def test_the_nodes_containerd_restarted_mid_burst_loses_nothing():
+    """containerd stopped and started again under the running operator, as a node's package
+    upgrade or a crash restarts it: its shims keep the containers running, so the manager goes on
+    (no restart, the same pod) and the kubelet finds every container again."""
+    pod = the_operator_pod()
+    restarts = {s["name"]: s["restartCount"] for s in pod["status"]["containerStatuses"]}
+    names = burst("containerd", 4, workers=1)
+    first = pods_of_each(names[:1], 2)
+    subprocess.run([str(ROOT / "hack/real-node.sh"), "restart-containerd"], check=True, timeout=120)
+    pods = pods_of_each(names, 2)
+    assert pods[names[0]] == first[names[0]], "a pod that existed at the restart was recreated"
+    finish_and_check_nothing_was_lost(pods)
+    after = the_operator_pod()
+    assert after["metadata"]["uid"] == pod["metadata"]["uid"], "the operator pod was recreated"
+    assert {s["name"]: s["restartCount"] for s in after["status"]["containerStatuses"]} == restarts
+    assert ready(after)
+    # The kubelet still runs the pod's containers through the new containerd: exec reaches them.
+    assert in_manager("true") == ""
 
 
 def test_the_operator_pod_deleted_mid_burst_its_replacement_loses_nothing():
     """The pod deleted as a drain or a node upgrade deletes it (gracefully): the ReplicaSet makes
     a new one, with a fresh /tmp, which takes the jobs over where they are."""
     old = the_operator_pod()["metadata"]["uid"]
-    names = [
-        tfjob(
-            f"moved-{i}-{uuid.uuid4().hex[:4]}",
-            {"Chief": replica(container="tensorflow"), "Worker": replica(container="tensorflow")},
-            NS,
-            run_policy={"cleanPodPolicy": "None"},
-        )
-        for i in range(4)
-    ]
-    wait_for(lambda: len(owned_pods(names[0])) == 2, what=f"{names[0]}'s pods")
-    first = {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(names[0])}
+    names = burst("moved", 4, workers=1)
+    first = pods_of_each(names[:1], 2)
     kubectl("delete", "pod", "-n", OPERATOR_NS, the_operator_pod()["metadata"]["name"], "--wait=false")
     wait_for(
         lambda: any(ready(p) and p["metadata"]["uid"] != old for p in operator_pods()),
         what="a new operator pod Ready",
     )
-    wait_for(lambda: all(len(owned_pods(n)) == 2 for n in names), what="the jobs' pods")
-    uids = {n: {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(n)} for n in names}
-    assert uids[names[0]] == first, "a pod that existed at the deletion was recreated"
-    for name in names:
-        for pod_name in uids[name]:
-            finish_pod(NS, pod_name, 0)
-    for name in names:
-        wait_for(lambda n=name: "Succeeded" in true_conditions("tfjob", n), what=f"{name} Succeeded")
-        assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(name)} == uids[name]
-        types = [c["type"] for c in job_conditions(name)]
-        assert set(types) <= KUBEFLOW_CONDITIONS and len(types) == len(set(types)), (name, types)
+    pods = pods_of_each(names, 2)
+    assert pods[names[0]] == first[names[0]], "a pod that existed at the deletion was recreated"
+    finish_and_check_nothing_was_lost(pods)
     wait_for(lambda: len(operator_pods()) == 1, what="the deleted pod gone")
 
 
@@ -379,17 +343,7 @@ def test_leader_election_with_two_replicas_the_other_takes_over_when_the_leader_
         standby = next(
             p["metadata"]["name"] for p in operator_pods() if p["metadata"]["name"] != pod_of(leader)
         )
-        names = [
-            tfjob(
-                f"elected-{i}-{uuid.uuid4().hex[:4]}",
-                {"Chief": replica(container="tensorflow"), "Worker": replica(container="tensorflow")},
-                NS,
-                run_policy={"cleanPodPolicy": "None"},
-            )
-            for i in range(4)
-        ]
-        wait_for(lambda: all(len(owned_pods(n)) == 2 for n in names), what="the jobs' pods")
-        uids = {n: {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(n)} for n in names}
+        pods = pods_of_each(burst("elected", 4, workers=1), 2)
         # Killed, not stopped: it does not hand the lease over, the standby must wait it out.
         kubectl("delete", "pod", "-n", OPERATOR_NS, pod_of(leader), "--grace-period=0", "--force")
         new = wait_for(lambda: (h := live_leader()) != leader and h, what="a new leader renewing the Lease")
@@ -397,14 +351,7 @@ def test_leader_election_with_two_replicas_the_other_takes_over_when_the_leader_
         # the ReplicaSet made in the killed one's place (both wait out the same lease).
         replacements = {p["metadata"]["name"] for p in operator_pods()} - {pod_of(leader)}
         assert pod_of(new) in replacements | {standby}, (new, standby, replacements)
-        for name in names:
-            for pod_name in uids[name]:
-                finish_pod(NS, pod_name, 0)
-        for name in names:
-            wait_for(lambda n=name: "Succeeded" in true_conditions("tfjob", n), what=f"{name} Succeeded")
-            assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in owned_pods(name)} == uids[name]
-            types = [c["type"] for c in job_conditions(name)]
-            assert set(types) <= KUBEFLOW_CONDITIONS and len(types) == len(set(types)), (name, types)
+        finish_and_check_nothing_was_lost(pods)
     finally:
         kubectl("scale", "deployment", "-n", OPERATOR_NS, DEPLOYMENT, "--replicas=1")
         wait_for(
