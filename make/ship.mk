@@ -28,7 +28,7 @@ bundle: venv go-tools ## Write the OLM bundle to bundle/ (VERSION, IMG) and vali
 	hack/bundle.sh
 
 .PHONY: olm-test
-olm-test: venv go-tools ## Install the bundle through OLM (local olm, catalog, opm serve) on the cluster
+olm-test: venv go-tools ## Install and upgrade the bundle through OLM (local olm, catalog, opm serve) on the cluster
 	hack/olm-test.sh
 
 .PHONY: catalog
