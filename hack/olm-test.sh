@@ -53,6 +53,11 @@ csv=$package.v$VERSION
 # The later release the upgrade goes to: the next patch version.
 next_version=${VERSION%.*}.$((${VERSION##*.} + 1))
 next_csv=$package.v$next_version
+# Each release's image: IMG (make's, or hack/bundle.sh's default) for the first; the same
+# repository at the next version's tag for the later one (an IMG that make exports would
+# otherwise give both bundles one image, and the upgrade would not change the pod's).
+img=${IMG:-$package:$VERSION}
+if [[ ${img##*/} == *:* ]]; then next_img=${img%:*}:$next_version; else next_img=$img:$next_version; fi
 upgrade=${OLM_UPGRADE:-true}
 real_node=${OLM_REAL_NODE:-false}
 gate=${OLM_GATE:-}
@@ -178,7 +183,7 @@ trap 'exit 143' TERM
 # --- bundle and catalog ----------------------------------------------------------------------
 start=$(date +%s)
 elapsed() { echo "$(($(date +%s) - start))s"; }
-"$root/hack/bundle.sh"
+IMG=$img "$root/hack/bundle.sh"
 index="$work/catalog/$package/index.yaml"
 opm init "$package" --default-channel="$channel" --icon=config/manifests/icon.svg \
   --description=README.md --output=yaml >"$index"
@@ -186,7 +191,7 @@ opm render ./bundle --output=yaml >>"$index"
 printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n  - name: %s\n' \
   "$package" "$channel" "$csv" >>"$index"
 if [ "$upgrade" = true ]; then
-  VERSION=$next_version REPLACES=$csv BUNDLE_DIR="$work/bundle-next" "$root/hack/bundle.sh"
+  IMG=$next_img VERSION=$next_version REPLACES=$csv BUNDLE_DIR="$work/bundle-next" "$root/hack/bundle.sh"
   printf -- '  - name: %s\n    replaces: %s\n' "$next_csv" "$csv" >>"$index"
   opm render "$work/bundle-next" --output=yaml >>"$index"
 fi
@@ -202,13 +207,11 @@ subscription_config() {
     "      - {name: KUBERNETES_SERVICE_PORT, value: \"443\"}"
 }
 if [ "$real_node" = true ]; then
-  # One image under both releases' names (the bundles' IMG, as hack/bundle.sh defaults it): the
-  # upgrade changes the pod's image, as a release does, and neither is ever pulled.
+  # One image under both releases' names: the upgrade changes the pod's image, as a release
+  # does, and neither is ever pulled.
   "$root/hack/image-local.sh"
   names=()
-  for v in "$VERSION" "$next_version"; do
-    names+=("$(python3 "$root/hack/image-local/layout.py" reference "${IMG:-$package:$v}")")
-  done
+  for i in "$img" "$next_img"; do names+=("$(python3 "$root/hack/image-local/layout.py" reference "$i")"); done
   "$root/hack/real-node.sh" import-image "$root/.local/image/$package.oci.tar" "${names[@]}"
   log "the operator's image imported into the real node's containerd as ${names[*]} ($(elapsed))"
 fi
@@ -398,6 +401,8 @@ kubectl -n operators wait --for=condition=Available "deployment/$deploy" --timeo
   fail "deployment $deploy is not Available after the upgrade"
 owner=$(kubectl -n operators get deployment "$deploy" -o jsonpath='{.metadata.labels.olm\.owner}')
 [ "$owner" = "$next_csv" ] || fail "deployment $deploy belongs to $owner, not $next_csv"
+image=$(kubectl -n operators get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].image}')
+[ "$image" = "$next_img" ] || fail "deployment $deploy runs $image after the upgrade, not $next_img"
 after=$(uids | sort)
 [ "$before" = "$after" ] || fail "CRDs or jobs replaced by the upgrade: $(diff <(echo "$before") <(echo "$after"))"
 log "upgraded to $next_csv: CRDs updated in place, $(echo "$after" | grep -vc '^crd/') jobs kept ($(elapsed))"

@@ -26,7 +26,8 @@
 #                        serve) on the cluster in KUBECONFIG (the local one if unset), its pod on
 #                        a KWOK node (the real-node stage runs it on the real node)
 #   hack/test.sh bench   the benchmark's smoke profile on its own cluster (hack/bench.sh)
-#   hack/test.sh all     lint, unit, e2e, zygote-off, bench (the Go tools build in the
+#   hack/test.sh all     lint, unit, e2e (with bench beside its real-node stage's second half:
+#                        see start_bench_beside), zygote-off (the Go tools build in the
 #                        background from the start: see build_cluster_tools)
 #
 # Pass or fail, a run leaves nothing behind: the operators it started are stopped, and the local
@@ -326,8 +327,10 @@ real_node_tests() {
   # out: tests/cluster/conftest.py); tests/node is the node's own.
   pytest -q -m real_node tests/cluster tests/node -p no:cacheprovider || failed=1
   stop_operator
+  start_bench_beside
   real_node_deployment_tests || failed=1
   olm_real_node_tests || failed=1
+  await_bench || failed=1
   stop_jobset
   real_node_started=false
   hack/real-node.sh down || failed=1
@@ -391,6 +394,28 @@ bench() {
   # every burst must finish (bench.py fails otherwise).
   log "benchmark smoke run"
   hack/bench.sh --profile smoke --out "$artifacts/bench-smoke"
+}
+
+# `all` runs the benchmark's smoke beside the real node's Deployment and OLM tests: it shares
+# nothing with them (a cluster of its own, ato-bench) and needs the host's operator ports free,
+# which they leave free (their operators run in the node's pods). Its numbers are not what the
+# smoke checks (every job of every burst must finish); the full benchmark runs alone (make bench).
+bench_beside=false bench_pid=""
+start_bench_beside() {
+  $bench_beside || return 0
+  log "benchmark smoke run, beside the real node's Deployment and OLM tests (log: $artifacts/bench-smoke.log)"
+  # Its own session, so that clean_up can stop it and bench.sh's EXIT trap deletes its cluster.
+  setsid hack/bench.sh --profile smoke --out "$artifacts/bench-smoke" >"$artifacts/bench-smoke.log" 2>&1 &
+  bench_pid=$!
+}
+
+await_bench() {
+  [ -n "$bench_pid" ] || return 0
+  local rc=0
+  wait "$bench_pid" || rc=$?
+  bench_pid=""
+  [ "$rc" = 0 ] || { log "benchmark smoke run failed:"; tail -60 "$artifacts/bench-smoke.log"; return 1; }
+  log "benchmark smoke run passed"
 }
 
 # Kueue's own manager (hack/kueue.sh) admits, holds and preempts the jobs; the operator needs no
@@ -503,6 +528,11 @@ test_cluster() {
 # The gang schedulers a gang stage started and has not stopped yet (volcano or plugins).
 gang_schedulers=""
 clean_up() {
+  if [ -n "$bench_pid" ]; then
+    kill -TERM -- "-$bench_pid" 2>/dev/null || true
+    wait "$bench_pid" 2>/dev/null || true
+    bench_pid=""
+  fi
   stop_shard_operator
   stop_operator
   for pid in ${prebuild_pid:-} ${cluster_tools_pids:-}; do kill -TERM -- "-$pid" 2>/dev/null || true; done
@@ -603,7 +633,7 @@ stages=()
 case ${1:-all} in
   lint | unit | e2e | zygote-off | olm | bench) stages=("$1") ;;
   real-node) stages=(real_node) ;;
-  all) stages=(lint unit e2e zygote-off bench) ;;
+  all) stages=(lint unit e2e zygote-off) bench_beside=true ;;
   *) echo "usage: $0 lint|unit|e2e|zygote-off|real-node|olm|bench|all" >&2; exit 2 ;;
 esac
 [ "${1:-all}" != all ] || build_cluster_tools
