@@ -309,8 +309,6 @@ wait_for() { # wait_for WHAT COMMAND...: until COMMAND succeeds, within the time
 catalog_ready() {
   [ "$(kubectl -n olm get catalogsource ato-local -o jsonpath='{.status.connectionState.lastObservedState}')" = READY ]
 }
-csv_phase() { kubectl -n operators get csv "$csv" -o jsonpath='{.status.phase}' 2>/dev/null; }
-csv_succeeded() { [ "$(csv_phase)" = Succeeded ]; }
 report() {
   kubectl -n olm get catalogsource -o wide || true
   kubectl -n operators get subscription,installplan,csv,deployment,pods -o wide || true
@@ -318,23 +316,41 @@ report() {
   kubectl -n operators get csv "$csv" -o jsonpath='{.status.phase} {.status.reason}: {.status.message}{"\n"}' || true
   tail -n 15 "$work"/olm.log "$work"/catalog.log "$work"/opm.log || true
 }
-# plan_for CSV: the name of the InstallPlan that installs CSV.
-plan_for() {
-  kubectl -n operators get installplan -o go-template="{{range .items}}{{\$plan := .metadata.name}}{{range .spec.clusterServiceVersionNames}}{{if eq . \"$1\"}}{{\$plan}}{{end}}{{end}}{{end}}" 2>/dev/null
+# plans_for CSV: each InstallPlan that installs CSV, a line "NAME APPROVED PHASE". OLM creates a plan,
+# then writes its status (PHASE is empty until then) and, for a Manual Subscription, waits for
+# approval. Approving between those two writes makes OLM's status write conflict: that plan stays
+# without a status and OLM makes a second one, so only a plan RequiresApproval is approved, and
+# every such plan for the CSV is, until the CSV has succeeded.
+plans_for() {
+  kubectl -n operators get installplan -o jsonpath='{range .items[*]}{.metadata.name} {.spec.approved} {.spec.clusterServiceVersionNames} {.status.phase}{"\n"}{end}' 2>/dev/null |
+    awk -v csv="\"$1\"" 'index($3, csv) {print $1, $2, $4}'
 }
-has_plan_for() { [ -n "$(plan_for "$1")" ]; }
-approve() { # approve CSV: the InstallPlan that installs CSV, once OLM has made it
-  wait_for "InstallPlan for $1" has_plan_for "$1" || return 1
-  [ "$upgrade" = true ] || return 0
-  kubectl -n operators patch installplan "$(plan_for "$1")" --type=merge -p '{"spec":{"approved":true}}' >/dev/null
+plan_in_phase() { plans_for "$1" | awk -v phase="$2" '$3 == phase && !found {print $1; found = 1}'; }
+has_plan_for() { [ -n "$(plans_for "$1")" ]; }
+plan_complete() { [ -n "$(plan_in_phase "$1" Complete)" ]; }
+approve_waiting() { # approve_waiting CSV: approve each plan for CSV that waits; fails if none did
+  local plan approved=1
+  for plan in $(plans_for "$1" | awk '$2 == "false" && $3 == "RequiresApproval" {print $1}'); do
+    kubectl -n operators patch installplan "$plan" --type=merge -p '{"spec":{"approved":true}}' >/dev/null &&
+      approved=0
+  done
+  return $approved
+}
+approve() { # approve CSV: once OLM has made the InstallPlan that installs CSV
+  if [ "$upgrade" = true ]; then
+    wait_for "InstallPlan for $1 approved" approve_waiting "$1"
+  else
+    wait_for "InstallPlan for $1" has_plan_for "$1"
+  fi
+}
+succeeded() { # succeeded CSV: the CSV's phase is Succeeded (approving a plan OLM made again for it)
+  if [ "$upgrade" = true ]; then approve_waiting "$1" || true; fi
+  [ "$(kubectl -n operators get csv "$1" -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ]
 }
 wait_for "CatalogSource READY (gRPC to opm serve at 127.0.0.1:50051)" catalog_ready || { report; exit 1; }
 approve "$csv" || { report; exit 1; }
-wait_for "CSV $csv Succeeded" csv_succeeded || { report; exit 1; }
-plan_complete() {
-  [ "$(kubectl -n operators get installplan "$(plan_for "$csv")" -o jsonpath='{.status.phase}')" = Complete ]
-}
-wait_for "InstallPlan Complete" plan_complete || { report; exit 1; }
+wait_for "CSV $csv Succeeded" succeeded "$csv" || { report; exit 1; }
+wait_for "InstallPlan Complete" plan_complete "$csv" || { report; exit 1; }
 
 # --- what OLM installed --------------------------------------------------------------------------
 fail() { log "$*"; report; exit 1; }
@@ -356,7 +372,7 @@ image=$(kubectl -n operators get deployment "$deploy" -o jsonpath='{.spec.templa
 jobs=$(kubectl get jobs -A -o name | grep -c -i unpack || true)
 [ "$jobs" = 0 ] || fail "OLM created bundle unpack Jobs; the embedded bundle should need none"
 kubectl -n operators get installplan,csv -o yaml >"$work/installed.yaml"
-plan=$(plan_for "$csv")
+plan=$(plan_in_phase "$csv" Complete)
 lookups=$(kubectl -n operators get installplan "$plan" -o jsonpath='{.status.bundleLookups}')
 [ -z "$lookups" ] || fail "InstallPlan $plan looked the bundle up in an image: $lookups"
 phase=$(kubectl -n operators get installplan "$plan" -o jsonpath='{.status.phase}')
@@ -391,9 +407,8 @@ pass_gate() {
 pass_gate installed upgrade || fail "a process died while the test had the jobs"
 approve "$next_csv" || fail "no InstallPlan for the upgrade to $next_csv"
 log "upgrade to $next_csv approved, $(echo "$before" | grep -vc '^crd/') jobs in flight"
-next_succeeded() { [ "$(kubectl -n operators get csv "$next_csv" -o jsonpath='{.status.phase}')" = Succeeded ]; }
 first_gone() { ! kubectl -n operators get csv "$csv" >/dev/null 2>&1; }
-wait_for "CSV $next_csv Succeeded" next_succeeded || fail "the upgrade did not succeed"
+wait_for "CSV $next_csv Succeeded" succeeded "$next_csv" || fail "the upgrade did not succeed"
 wait_for "CSV $csv replaced and removed" first_gone || fail "$csv is still there"
 installed=$(kubectl -n operators get subscription "$package" -o jsonpath='{.status.installedCSV}')
 [ "$installed" = "$next_csv" ] || fail "the Subscription's installed CSV is $installed"
