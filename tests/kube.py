@@ -138,6 +138,14 @@ def finish_pod(namespace: str, name: str, exit_code: int = 0) -> None:
     )  # fmt: skip
 
 
+def finish_the_unfinished(pods: list[dict]) -> None:
+    """``finish_pod`` with exit code 0 for each of ``pods`` that has no exit code yet (a poll that
+    finishes what a job has made so far, leaving alone what is already finishing)."""
+    for pod in pods:
+        if "sim.training.ato.dev/exit-code" not in (pod["metadata"].get("annotations") or {}):
+            finish_pod(pod["metadata"]["namespace"], pod["metadata"]["name"], 0)
+
+
 def finish_job_pods(namespace: str, job: str, exit_code: int = 0) -> None:
     """``finish_pod`` for every pod of a Kubeflow-labelled job; a pod still pending ends as soon
     as it runs."""

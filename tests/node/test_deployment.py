@@ -20,6 +20,7 @@ from kube import (
     REAL_NODE,
     ROOT,
     finish_pod,
+    finish_the_unfinished,
     get,
     kubectl,
     namespace_fixture,
@@ -85,11 +86,9 @@ def succeeded_after_finishing_its_pods(resource: str, name: str, nodes: dict[str
     steps (the MPI launcher, paddle-operator's workers) gets the rest on a later poll."""
     if "Succeeded" in true_conditions(resource, name):
         return True
-    for pod in owned_pods(name):
-        nodes[pod["metadata"]["name"]] = pod["spec"].get("nodeName", "")
-        annotations = pod["metadata"].get("annotations") or {}
-        if "sim.training.ato.dev/exit-code" not in annotations:
-            finish_pod(NS, pod["metadata"]["name"], 0)
+    pods = owned_pods(name)
+    nodes.update((pod["metadata"]["name"], pod["spec"].get("nodeName", "")) for pod in pods)
+    finish_the_unfinished(pods)
     return False
 
 

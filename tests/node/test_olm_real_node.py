@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kube import HANG_S, REAL_NODE, ROOT, finish_pod, get, wait_for
+from kube import HANG_S, REAL_NODE, ROOT, finish_the_unfinished, get, wait_for
 from operator_pod import KUBEFLOW_CONDITIONS, OperatorPod, owned_pods, ready, uids
 
 pytestmark = pytest.mark.olm_real_node
@@ -113,12 +113,6 @@ def running_with_all_pods(resource: str, name: str, count: int) -> bool:
     return "Running" in true_types(resource, name) and len(owned_pods(NS, name)) == count
 
 
-def finish_all(pods: list[dict]) -> None:
-    for pod in pods:
-        if "sim.training.ato.dev/exit-code" not in (pod["metadata"].get("annotations") or {}):
-            finish_pod(NS, pod["metadata"]["name"], 0)
-
-
 # What the tests saw before the upgrade: the first CSV's pod, each job's pods and conditions.
 seen: dict = {}
 
@@ -134,7 +128,7 @@ def test_the_first_csv_runs_on_the_real_node_and_its_operator_runs_the_jobs(olm)
         wait_for(lambda r=resource, n=name, c=count: running_with_all_pods(r, n, c), what=f"{name} Running")
     wait_for(lambda: len(trainjob_pods()) == 2, what=f"{TRAINJOB}'s pods")
     finished, _ = v1_jobs()[FINISHED_FIRST]
-    finish_all(owned_pods(NS, finished))
+    finish_the_unfinished(owned_pods(NS, finished))
     wait_for(lambda: "Succeeded" in true_types(FINISHED_FIRST, finished), what=f"{finished} Succeeded")
     OPERATOR.assert_the_zygote_served_its_passes()
     seen["operator pod"] = pod["metadata"]["uid"]
@@ -185,8 +179,8 @@ def test_the_upgrade_hands_the_jobs_to_the_new_csvs_operator_losing_nothing(olm)
     assert conditions(FINISHED_FIRST, finished) == seen["conditions"][finished]
     for resource, (name, _) in v1_jobs().items():
         if resource != FINISHED_FIRST:
-            finish_all(owned_pods(NS, name))
-    finish_all(trainjob_pods())
+            finish_the_unfinished(owned_pods(NS, name))
+    finish_the_unfinished(trainjob_pods())
     for resource, (name, _) in v1_jobs().items():
         wait_for(lambda r=resource, n=name: "Succeeded" in true_types(r, n), what=f"{name} Succeeded")
         assert {c["type"] for c in conditions(resource, name)} <= KUBEFLOW_CONDITIONS
