@@ -66,6 +66,27 @@ operator_identity() {
 }
 
 
+# scale_to_zero NAMESPACE DEPLOYMENT TIMEOUT_S: no replica left and every pod of it gone (a
+# controller still shutting down may still write), as the swap procedures stop a controller.
+# Prints the replicas it had, for scale_back.
+scale_to_zero() {
+  local ns=$1 name=$2 timeout=$3 had selector
+  had=$(kubectl -n "$ns" get deployment "$name" -o jsonpath='{.spec.replicas}')
+  selector=$(kubectl -n "$ns" get deployment "$name" -o json |
+    jq -r '.spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")')
+  kubectl -n "$ns" scale deployment "$name" --replicas=0 >&2
+  kubectl -n "$ns" wait --for=delete pod -l "$selector" --timeout="${timeout}s" >&2
+  echo "$had"
+}
+
+# scale_back NAMESPACE DEPLOYMENT REPLICAS TIMEOUT_S: the replicas scale_to_zero printed (1 if
+# none), rolled out.
+scale_back() {
+  local ns=$1 name=$2 replicas=${3:-1} timeout=$4
+  kubectl -n "$ns" scale deployment "$name" --replicas="$replicas" >&2
+  kubectl -n "$ns" rollout status deployment "$name" --timeout="${timeout}s" >&2
+}
+
 # loopback_api: HOST:PORT of the API server in KUBECONFIG. A command in a network namespace of its
 # own reaches it through hack/netns/relay.py, which only a loopback API server allows.
 loopback_api() {

@@ -61,18 +61,6 @@ run=${SWAP_RUN:-deployment}
 # How long a step may take before it counts as hung (a bound, not a pace).
 hang=${SWAP_HANG_S:-300}
 
-# scale_to_zero NAMESPACE DEPLOYMENT: no replica left, every pod of it gone (a controller that is
-# still shutting down may still write). Prints the replicas it had.
-scale_to_zero() {
-  local ns=$1 name=$2 had selector
-  had=$(kubectl -n "$ns" get deployment "$name" -o jsonpath='{.spec.replicas}')
-  selector=$(kubectl -n "$ns" get deployment "$name" -o json |
-    jq -r '.spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")')
-  kubectl -n "$ns" scale deployment "$name" --replicas=0 >&2
-  kubectl -n "$ns" wait --for=delete pod -l "$selector" --timeout="${hang}s" >&2
-  echo "$had"
-}
-
 # operator_log: a new log file for this operator's run under $state (SWAP_RUN=local).
 operator_log() {
   local n
@@ -85,22 +73,19 @@ operator_log() {
 stop_trainer() {
   log "1. stopping Kubeflow Trainer's controller manager"
   if [ "$run" = local ]; then "$root/hack/trainer.sh" stop; return; fi
-  scale_to_zero "$trainer_ns" "$trainer_deploy" >"$state/trainer.replicas"
+  scale_to_zero "$trainer_ns" "$trainer_deploy" "$hang" >"$state/trainer.replicas"
 }
 
 start_trainer() {
   log "5. starting Kubeflow Trainer's controller manager"
   if [ "$run" = local ]; then "$root/hack/trainer.sh" up; return; fi
-  local replicas
-  replicas=$(cat "$state/trainer.replicas" 2>/dev/null) || replicas=1
-  kubectl -n "$trainer_ns" scale deployment "$trainer_deploy" --replicas="${replicas:-1}" >&2
-  kubectl -n "$trainer_ns" rollout status deployment "$trainer_deploy" --timeout="${hang}s" >&2
+  scale_back "$trainer_ns" "$trainer_deploy" "$(cat "$state/trainer.replicas" 2>/dev/null)" "$hang"
 }
 
 stop_operator() {
   log "1. stopping this operator"
   if [ "$run" = local ]; then "$root/hack/operator-netns.sh" down; return; fi
-  scale_to_zero "$ato_ns" "$ato_deploy" >/dev/null
+  scale_to_zero "$ato_ns" "$ato_deploy" "$hang" >/dev/null
 }
 
 start_operator() {

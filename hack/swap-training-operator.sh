@@ -50,18 +50,6 @@ run=${SWAP_RUN:-deployment}
 # How long a step may take before it counts as hung (a bound, not a pace).
 hang=${SWAP_HANG_S:-300}
 
-# scale_to_zero NAMESPACE DEPLOYMENT: no replica left, every pod of it gone (an operator that is
-# still shutting down may still write). Prints the replicas it had.
-scale_to_zero() {
-  local ns=$1 name=$2 had selector
-  had=$(kubectl -n "$ns" get deployment "$name" -o jsonpath='{.spec.replicas}')
-  selector=$(kubectl -n "$ns" get deployment "$name" -o json |
-    jq -r '.spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")')
-  kubectl -n "$ns" scale deployment "$name" --replicas=0 >&2
-  kubectl -n "$ns" wait --for=delete pod -l "$selector" --timeout="${hang}s" >&2
-  echo "$had"
-}
-
 # ---- SWAP_RUN=local: the two operators as processes in network namespaces of their own ----
 
 # netns_start NAME COMMAND...: COMMAND in a new network namespace (and mount namespace) of its
@@ -152,22 +140,19 @@ local_operator_stop() { netns_stop operator; }
 stop_training_operator() {
   log "1. stopping training-operator"
   if [ "$run" = local ]; then local_training_operator_stop; return; fi
-  scale_to_zero "$to_ns" "$to_deploy" >"$state/training-operator.replicas"
+  scale_to_zero "$to_ns" "$to_deploy" "$hang" >"$state/training-operator.replicas"
 }
 
 start_training_operator() {
   log "5. starting training-operator"
   if [ "$run" = local ]; then local_training_operator_start; return; fi
-  local replicas
-  replicas=$(cat "$state/training-operator.replicas" 2>/dev/null) || replicas=1
-  kubectl -n "$to_ns" scale deployment "$to_deploy" --replicas="${replicas:-1}" >&2
-  kubectl -n "$to_ns" rollout status deployment "$to_deploy" --timeout="${hang}s" >&2
+  scale_back "$to_ns" "$to_deploy" "$(cat "$state/training-operator.replicas" 2>/dev/null)" "$hang"
 }
 
 stop_operator() {
   log "1. stopping this operator"
   if [ "$run" = local ]; then local_operator_stop; return; fi
-  scale_to_zero "$ato_ns" "$ato_deploy" >/dev/null
+  scale_to_zero "$ato_ns" "$ato_deploy" "$hang" >/dev/null
 }
 
 start_operator() {
