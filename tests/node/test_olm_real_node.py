@@ -53,13 +53,22 @@ def next_version() -> str:
     return f"{major_minor}.{int(patch) + 1}"
 
 
+# How long hack/olm-test.sh may wait for OLM's steps, all together (its OLM_TEST_TIMEOUT).
+OLM_BOUND_S = 2 * HANG_S
+
+
 class Olm:
     """hack/olm-test.sh in the background, and its gate."""
 
     def __init__(self, gate: Path):
         self.gate = gate
         LOG.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "OLM_REAL_NODE": "true", "OLM_GATE": str(gate)}
+        env = {
+            **os.environ,
+            "OLM_REAL_NODE": "true",
+            "OLM_GATE": str(gate),
+            "OLM_TEST_TIMEOUT": str(OLM_BOUND_S),
+        }
         with LOG.open("w") as log:
             self.process = subprocess.Popen(
                 [str(ROOT / "hack/olm-test.sh")], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -72,8 +81,14 @@ class Olm:
         return (self.gate / step).exists()
 
     def wait(self, step: str) -> None:
-        # OLM's own steps are bounded by the script's OLM_TEST_TIMEOUT; the image build is not.
-        wait_for(lambda: self.reached(step), timeout=2 * HANG_S, interval=1, what=f"hack/olm-test.sh: {step}")
+        # The script bounds OLM's steps itself (OLM_TEST_TIMEOUT) and then ends, which ``reached``
+        # reports with the script's reason; this bound only catches the script hanging.
+        wait_for(
+            lambda: self.reached(step),
+            timeout=OLM_BOUND_S + HANG_S,
+            interval=1,
+            what=f"hack/olm-test.sh: {step}",
+        )
 
     def go(self, step: str) -> None:
         (self.gate / step).touch()
